@@ -1,0 +1,80 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+
+/** Everything the gateway reads from its environment, read once by `loadConfig`. */
+export interface Config {
+  host: string;
+  port: number;
+  /** Unset: embedded PGlite under `<dataDir>/pg`. */
+  databaseUrl: string | undefined;
+  /** Unset: the machine's NATS at 127.0.0.1:4222, else a child nats-server under `<dataDir>/nats`. */
+  natsUrl: string | undefined;
+  natsUser: string | undefined;
+  natsPassword: string | undefined;
+  /** The controller's seat name and the prefix of its buckets. */
+  controller: string;
+  /** The root of every NATS subject. */
+  subjects: string;
+  /** The expected interval between a machine's heartbeats, in seconds. */
+  heartbeatSeconds: number;
+  /** How long duration rows are kept, in days. */
+  durationRetentionDays: number;
+  /** The bounds in force, in seconds, shown beside each duration summary. */
+  bounds: { applySeconds: number; tierSeconds: number; buildSeconds: number };
+  tokensFile: string | undefined;
+  dataDir: string;
+  /** This process's name among the replicas; unique per start. */
+  replica: string;
+  logLevel: string;
+  production: boolean;
+  introspection: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const NAME = /^[A-Za-z0-9_-]{1,200}$/;
+
+function int(env: NodeJS.ProcessEnv, key: string, fallback: number, min = 0): number {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new ConfigError(`${key} must be a number ≥ ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function name(env: NodeJS.ProcessEnv, key: string, fallback: string): string {
+  const value = env[key] || fallback;
+  if (!NAME.test(value)) throw new ConfigError(`${key} must be 1 to 200 letters, digits, '-' or '_', got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Reads the environment once; throws ConfigError naming the variable that is wrong. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const heartbeatSeconds = int(env, 'MESH_HEARTBEAT_S', 10, 0.01);
+  return {
+    host: env.HOST || '127.0.0.1',
+    port: int(env, 'PORT', 4000),
+    databaseUrl: env.DATABASE_URL || undefined,
+    natsUrl: env.NATS_URL || undefined,
+    natsUser: env.NATS_USER || undefined,
+    natsPassword: env.NATS_PASSWORD || undefined,
+    controller: name(env, 'MESH_CONTROLLER', 'mesh-controller'),
+    subjects: name(env, 'MESH_SUBJECTS', 'mesh'),
+    heartbeatSeconds,
+    durationRetentionDays: int(env, 'MESH_DURATION_RETENTION_DAYS', 14, 0.001),
+    bounds: {
+      applySeconds: int(env, 'MESH_APPLY_TIMEOUT_S', 300, 0.001),
+      tierSeconds: int(env, 'MESH_TIER_TIMEOUT_S', 1800, 0.001),
+      buildSeconds: int(env, 'MESH_BUILD_TIMEOUT_S', 3600, 0.001),
+    },
+    tokensFile: env.MESH_TOKENS_FILE || undefined,
+    dataDir: resolve(env.MESH_DATA_DIR || '.mesh'),
+    replica: env.MESH_REPLICA || `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    logLevel: env.LOG_LEVEL || 'info',
+    production: env.NODE_ENV === 'production',
+    introspection: env.MESH_INTROSPECTION !== 'off',
+  };
+}

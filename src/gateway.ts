@@ -1,0 +1,63 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { schema } from './schema/index.js';
+import { buildHttpApp, type HttpApp } from './server.js';
+import { loadAccess } from './services/access.js';
+import { compiledCatalogue } from './services/catalogue.js';
+import { CONTROLLER_VERBS } from './services/verbs.js';
+import type { Mesh } from './services/mesh.js';
+import { seedSeats } from './services/seats.js';
+import { openStore, type Store } from './store/db.js';
+import { migrateToLatest } from './store/migrate.js';
+
+export interface Gateway {
+  url: string;
+  mesh: Mesh;
+  http: HttpApp;
+  stop(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  logger: Logger;
+  /** Called once per SQL statement; tests count statements with it. */
+  onQuery?: (sql: string) => void;
+}
+
+/**
+ * Opens the store, migrates it, seeds the default seats and serves. Throws on a store that cannot
+ * be opened or migrated; stops what it started before it throws.
+ */
+export async function startGateway(config: Config, { logger, onQuery }: GatewayOptions): Promise<Gateway> {
+  const access = loadAccess(config.tokensFile);
+  let host = config.host;
+  if (access.open && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
+    logger.warn({ host }, 'no MESH_TOKENS_FILE: every caller would have every scope, so the gateway listens on 127.0.0.1 only');
+    host = '127.0.0.1';
+  }
+  const db: Store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    onQuery,
+    onError: (err, sql) => logger.error({ err, sql }, 'SQL statement failed'),
+  });
+  const stops: (() => Promise<void>)[] = [() => db.destroy()];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stopping'));
+  };
+  try {
+    const migrations = await migrateToLatest(db);
+    for (const m of migrations) logger.info({ migration: m.migrationName, status: m.status }, 'migration');
+    const catalogue = compiledCatalogue(config.controller, CONTROLLER_VERBS);
+    const seeded = await seedSeats(db, catalogue);
+    logger.info({ ...seeded, store: config.databaseUrl ? 'postgres' : `pglite ${config.dataDir}/pg` }, 'seats seeded');
+    const mesh: Mesh = { config, db, catalogue };
+    const http = buildHttpApp({ schema, mesh, access, logger });
+    const url = await http.start(host, config.port);
+    stops.push(() => http.stop());
+    logger.info({ url, replica: config.replica }, 'serving GraphQL (GraphiQL in a browser at this address)');
+    return { url, mesh, http, stop: stopAll };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}

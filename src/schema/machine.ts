@@ -1,0 +1,25 @@
+import { machineState, type Machine } from '../services/machines.js';
+import { builder } from './builder.js';
+import { HoldingRef } from './holding.js';
+
+export const MachineStateEnum = builder.enumType('MachineState', {
+  description: 'UP; LATE past 1.5 expected heartbeat intervals; SILENT past 6.',
+  values: ['UP', 'LATE', 'SILENT'] as const,
+});
+
+export const MachineRef = builder.objectRef<Machine>('Machine').implement({
+  description: 'A machine of the mesh, as its heartbeats describe it.',
+  fields: (t) => ({
+    name: t.exposeString('name'),
+    site: t.exposeString('site', { nullable: true }),
+    firstHeardAt: t.field({ type: 'DateTime', resolve: (m) => m.firstHeardAt }),
+    lastHeardAt: t.field({ type: 'DateTime', resolve: (m) => m.lastHeardAt }),
+    heartbeats: t.exposeInt('heartbeats'),
+    state: t.field({
+      type: MachineStateEnum,
+      resolve: (m, _args, ctx) => machineState(m.lastHeardAt, ctx.now, ctx.mesh.config.heartbeatSeconds),
+    }),
+    modules: t.exposeStringList('modules', { description: 'The modules running on it.' }),
+    holdings: t.field({ type: [HoldingRef], resolve: (m, _args, ctx) => ctx.loaders.holdingsByMachine.load(m.name) }),
+  }),
+});

@@ -1,0 +1,42 @@
+import type { Seat } from '../services/seats.js';
+import type { Verb, VerbArg } from '../services/protocol.js';
+import { builder } from './builder.js';
+import { HoldingRef } from './holding.js';
+
+export const VerbArgRef = builder.objectRef<VerbArg>('VerbArg').implement({
+  description: 'One argument a verb takes.',
+  fields: (t) => ({
+    name: t.exposeString('name'),
+    type: t.exposeString('type', { description: 'String, Int, Float, Boolean, ID, JSON, DateTime, [String] or [[String]].' }),
+    required: t.exposeBoolean('required'),
+  }),
+});
+
+export const VerbRef = builder.objectRef<Verb>('Verb').implement({
+  description: 'A verb a seat serves on `<subjects>.seat.<seat>.<verb>`.',
+  fields: (t) => ({
+    name: t.exposeString('name'),
+    acting: t.exposeBoolean('acting', { description: 'Whether calling it changes the mesh.' }),
+    args: t.field({ type: [VerbArgRef], resolve: (verb) => verb.args }),
+  }),
+});
+
+export const SeatRef = builder.objectRef<Seat>('Seat').implement({
+  description: 'A role in the mesh that a running module holds: what it delivers and the protocol it speaks.',
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'The canonical name; former names are its aliases.' }),
+    scope: t.exposeString('scope'),
+    delivers: t.exposeString('delivers'),
+    decided: t.exposeString('decided', { description: 'The decision that made the seat.' }),
+    replicated: t.exposeBoolean('replicated', { description: 'Whether several modules may hold it at once.' }),
+    accepts: t.exposeStringList('accepts'),
+    emits: t.exposeStringList('emits'),
+    serves: t.field({ type: [VerbRef], resolve: (seat) => seat.serves }),
+    aliases: t.stringList({ resolve: (seat, _args, ctx) => ctx.loaders.aliasesBySeat.load(seat.name) }),
+    holders: t.field({
+      type: [HoldingRef],
+      description: 'The holders on record, or where there are none, every running module whose manifest claims the seat (derived).',
+      resolve: (seat, _args, ctx) => ctx.loaders.holdingsBySeat.load(seat.name),
+    }),
+  }),
+});

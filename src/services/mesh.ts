@@ -1,0 +1,10 @@
+import type { Config } from '../config.js';
+import type { Store } from '../store/db.js';
+import type { Catalogue } from './catalogue.js';
+
+/** The running gateway's dependencies, handed to every service call that needs more than the store. */
+export interface Mesh {
+  config: Config;
+  db: Store;
+  catalogue: Catalogue;
+}

@@ -1,0 +1,27 @@
+import { Invalid } from './errors.js';
+
+/** A name travels as one NATS subject token, so dots, spaces, `*` and `>` are out. */
+export const NAME_MAX = 200;
+const NAME = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * The one rule for seat, machine, module, site, plan and build names, used by every door
+ * (GraphQL, NATS verbs, news). Returns the name; throws Invalid saying what is wrong with it.
+ */
+export function checkName(value: unknown, what = 'name'): string {
+  if (typeof value !== 'string') throw new Invalid(`${what} must be a string`, what);
+  if (value.length === 0) throw new Invalid(`${what} is blank`, what);
+  if (value.length > NAME_MAX) throw new Invalid(`${what} is ${value.length} characters; at most ${NAME_MAX}`, what);
+  if (!NAME.test(value)) {
+    const bad = [...value].find((ch) => !/[A-Za-z0-9_-]/.test(ch)) ?? '';
+    throw new Invalid(`${what} ${JSON.stringify(value.slice(0, 60))} has ${describe(bad)}; names are letters, digits, '-' and '_'`, what);
+  }
+  return value;
+}
+
+function describe(ch: string): string {
+  if (ch === '.') return 'a dot';
+  if (ch === ' ') return 'a space';
+  if (/\s/.test(ch)) return 'white space';
+  return `the character ${JSON.stringify(ch)}`;
+}

@@ -1,0 +1,102 @@
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json<T> = ColumnType<T, string | undefined, string>;
+
+/** The store's tables as Kysely sees them; migrations/ is what makes them. */
+export interface DB {
+  machine: MachineTable;
+  assignment: AssignmentTable;
+  seat: SeatTable;
+  seat_alias: SeatAliasTable;
+  seat_holding: SeatHoldingTable;
+  duration: DurationTable;
+  plan: PlanTable;
+  plan_apply: PlanApplyTable;
+  build: BuildTable;
+}
+
+export interface MachineTable {
+  name: string;
+  site: string | null;
+  first_heard_at: Timestamp;
+  last_heard_at: Timestamp;
+  heartbeats: ColumnType<string, number | string | undefined, number | string>;
+}
+
+export interface AssignmentTable {
+  machine: string;
+  module: string;
+  running: ColumnType<boolean, boolean | undefined, boolean>;
+  claims: Json<string[]>;
+  since: Timestamp;
+  heard_at: Timestamp;
+}
+
+export interface SeatTable {
+  name: string;
+  scope: ColumnType<string, string | undefined, string>;
+  delivers: ColumnType<string, string | undefined, string>;
+  decided: ColumnType<string, string | undefined, string>;
+  replicated: ColumnType<boolean, boolean | undefined, boolean>;
+  accepts: Json<unknown>;
+  emits: Json<unknown>;
+  serves: Json<unknown>;
+  created_at: Timestamp;
+}
+
+export interface SeatAliasTable {
+  alias: string;
+  seat: string;
+}
+
+export interface SeatHoldingTable {
+  seat: string;
+  machine: string;
+  module: string;
+  scope: ColumnType<string, string | undefined, string>;
+  since: Timestamp;
+}
+
+export interface DurationTable {
+  id: Generated<string>;
+  kind: 'apply' | 'heartbeat_gap' | 'plan_tier' | 'build';
+  subject: string;
+  seconds: number;
+  heard_at: Timestamp;
+}
+
+export interface PlanTable {
+  id: string;
+  seat: string;
+  build: string;
+  tiers: Json<string[][]>;
+  tier: ColumnType<number, number | undefined, number>;
+  state: 'QUEUED' | 'OPEN' | 'STOPPED' | 'DONE' | 'CLOSED';
+  behind: string | null;
+  created_at: Timestamp;
+  opened_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  tier_started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface PlanApplyTable {
+  plan: string;
+  tier: number;
+  machine: string;
+  sent_at: Timestamp;
+  reported_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  ok: boolean | null;
+  detail: string | null;
+}
+
+export interface BuildTable {
+  name: string;
+  module: string | null;
+  state: string;
+  started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export type SeatRow = Selectable<SeatTable>;
+export type NewSeatRow = Insertable<SeatTable>;
