@@ -1,4 +1,6 @@
 import type { Logger } from 'pino';
+import { connectBus } from './bus/nats.js';
+import { subjectsUnder } from './bus/subjects.js';
 import type { Config } from './config.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server.js';
@@ -50,7 +52,17 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const catalogue = compiledCatalogue(config.controller, CONTROLLER_VERBS);
     const seeded = await seedSeats(db, catalogue);
     logger.info({ ...seeded, store: config.databaseUrl ? 'postgres' : `pglite ${config.dataDir}/pg` }, 'seats seeded');
-    const mesh: Mesh = { config, db, catalogue };
+    const bus = await connectBus({
+      natsUrl: config.natsUrl,
+      user: config.natsUser,
+      password: config.natsPassword,
+      controller: config.controller,
+      dataDir: config.dataDir,
+      logger,
+      name: `mesh-gateway ${config.replica}`,
+    });
+    stops.push(() => bus.close());
+    const mesh: Mesh = { config, db, bus, subjects: subjectsUnder(config.subjects), catalogue, logger };
     const http = buildHttpApp({ schema, mesh, access, logger });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());

@@ -1,3 +1,6 @@
+import type { Logger } from 'pino';
+import type { Bus } from '../bus/nats.js';
+import type { Subjects } from '../bus/subjects.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/db.js';
 import type { Catalogue } from './catalogue.js';
@@ -6,5 +9,8 @@ import type { Catalogue } from './catalogue.js';
 export interface Mesh {
   config: Config;
   db: Store;
+  bus: Bus;
+  subjects: Subjects;
   catalogue: Catalogue;
+  logger: Logger;
 }
