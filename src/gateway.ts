@@ -6,6 +6,7 @@ import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server.js';
 import { loadAccess } from './services/access.js';
 import { compiledCatalogue } from './services/catalogue.js';
+import { MeshEvents } from './services/events.js';
 import { CONTROLLER_VERBS } from './services/verbs.js';
 import type { Mesh } from './services/mesh.js';
 import { seedSeats } from './services/seats.js';
@@ -62,7 +63,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       name: `mesh-gateway ${config.replica}`,
     });
     stops.push(() => bus.close());
-    const mesh: Mesh = { config, db, bus, subjects: subjectsUnder(config.subjects), catalogue, logger };
+    const mesh: Mesh = { config, db, bus, subjects: subjectsUnder(config.subjects), catalogue, logger, events: new MeshEvents() };
     const http = buildHttpApp({ schema, mesh, access, logger });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());

@@ -4,6 +4,7 @@ import type { Subjects } from '../bus/subjects.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/db.js';
 import type { Catalogue } from './catalogue.js';
+import type { MeshEvents } from './events.js';
 
 /** The running gateway's dependencies, handed to every service call that needs more than the store. */
 export interface Mesh {
@@ -13,4 +14,5 @@ export interface Mesh {
   subjects: Subjects;
   catalogue: Catalogue;
   logger: Logger;
+  events: MeshEvents;
 }
