@@ -19,7 +19,8 @@ export interface SchemaTypes {
 }
 
 export const builder = new SchemaBuilder<SchemaTypes>({
-  plugins: [ScopeAuthPlugin, ErrorsPlugin, DataloaderPlugin, RelayPlugin],
+  // Errors first so that a refusal by scope-auth comes back as a ForbiddenError as data.
+  plugins: [ErrorsPlugin, ScopeAuthPlugin, DataloaderPlugin, RelayPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
     authScopes: (ctx) => ({

@@ -159,9 +159,7 @@ export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: str
   checkName(to, 'to');
   if (from === to) throw new Invalid(`${JSON.stringify(to)} is already the seat's name`, 'to');
   return db.transaction().execute(async (tx) => {
-    const current = await resolveSeatName(tx, from);
-    if (!current) throw new NotFound('seat', from);
-    await tx.selectFrom('seat').select('name').where('name', '=', current).forUpdate().execute();
+    const current = await lockSeat(tx, from);
     if (current === to) throw new Invalid(`${JSON.stringify(from)} is an alias of ${JSON.stringify(to)}, which is already the seat's name`, 'to');
     const taken = await tx.selectFrom('seat').select('name').where('name', '=', to).executeTakeFirst();
     if (taken) throw new Conflict(`a seat named ${JSON.stringify(to)} already exists`);
@@ -172,6 +170,20 @@ export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: str
     await tx.insertInto('seat_alias').values({ alias: current, seat: to }).execute();
     return seatByName(tx, catalogue, to);
   });
+}
+
+/**
+ * Resolves a name or alias and locks the seat's row. A rename committed while we waited for the
+ * lock moves the row away from the name we resolved; resolving again then finds it.
+ */
+async function lockSeat(tx: Transaction<DB>, name: string): Promise<string> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const current = await resolveSeatName(tx, name);
+    if (!current) throw new NotFound('seat', name);
+    const locked = await tx.selectFrom('seat').select('name').where('name', '=', current).forUpdate().executeTakeFirst();
+    if (locked) return current;
+  }
+  throw new Conflict(`seat ${JSON.stringify(name)} is being renamed by others; try again`);
 }
 
 export interface SeatInput {
@@ -288,8 +300,8 @@ async function judgeHolder(tx: Db, catalogue: Catalogue, request: HolderRequest)
  */
 export async function holdSeat(db: Kysely<DB>, catalogue: Catalogue, request: HolderRequest): Promise<Holding[]> {
   const seat = await db.transaction().execute(async (tx) => {
+    await lockSeat(tx, checkName(request.seat, 'seat'));
     const seat = await judgeHolder(tx, catalogue, request);
-    await tx.selectFrom('seat').select('name').where('name', '=', seat.name).forUpdate().execute();
     await tx
       .deleteFrom('seat_holding')
       .where('seat', '=', seat.name)

@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { defineSeat, holdSeat } from '../src/services/seats.js';
+import { recordHeartbeats } from '../src/services/machines.js';
+import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+
+let env: TestEnv;
+let gw: TestGateway;
+beforeAll(async () => {
+  env = await testEnv('nested');
+  gw = await startTestGateway(env.env);
+});
+afterAll(async () => {
+  await gw?.stop();
+  await env?.cleanup();
+});
+
+const NESTED = `{ seats { name aliases holders { module derived machine { name state modules holdings { seat { name aliases } } } } } }`;
+
+/** Grows the mesh to `machines` machines, half holding a seat on record, half claiming one. */
+async function growMesh(from: number, to: number) {
+  const { db, catalogue } = gw.mesh;
+  const beats = [];
+  for (let i = from; i < to; i++) {
+    await defineSeat(db, catalogue, { name: `s${i}` });
+    beats.push({ machine: `m${i}`, site: `site-${i % 3}`, modules: ['broker', 'worker'], claims: { worker: [`c${i}`] }, at: new Date() });
+    await defineSeat(db, catalogue, { name: `c${i}` });
+  }
+  await recordHeartbeats(db, beats);
+  for (let i = from; i < to; i++) await holdSeat(db, catalogue, { seat: `s${i}`, machine: `m${i}`, module: 'broker' });
+}
+
+async function statementsFor(query: string): Promise<{ count: number; holders: number }> {
+  gw.statements.reset();
+  const { data, errors } = await gw.gql(query);
+  expect(errors).toBeUndefined();
+  return { count: gw.statements.count, holders: data.seats.flatMap((s: { holders: unknown[] }) => s.holders).length };
+}
+
+test('nested reads of seats, holders, machines and their holdings run a fixed number of SQL statements', async () => {
+  await growMesh(0, 5);
+  const small = await statementsFor(NESTED);
+  await growMesh(5, 60);
+  const large = await statementsFor(NESTED);
+  expect(large.holders).toBeGreaterThan(small.holders * 10);
+  expect(large.count).toBe(small.count);
+  expect(large.count).toBeLessThanOrEqual(6);
+});
