@@ -1,0 +1,50 @@
+import type { GatewayContext } from '../context.js';
+import { builder } from '../schema/builder.js';
+import { invokeControllerVerb } from '../services/controller-verbs.js';
+import type { VerbArg } from '../services/protocol.js';
+import { controllerVerb } from '../services/verbs.js';
+
+type ArgBuilder = Parameters<Parameters<typeof builder.mutationFields>[0]>[0]['arg'];
+
+const DESCRIPTIONS: Record<string, string> = {
+  why: 'Why this is done, in a sentence: required, never blank. It is kept in the hand-act log.',
+  cause: 'What made it necessary, as a short label; repeatedCauses groups hand-acts by it.',
+  condition: 'The state of the mesh that was seen when acting.',
+};
+
+function argFor(arg: ArgBuilder, spec: VerbArg) {
+  const options = { required: spec.required, description: DESCRIPTIONS[spec.name] };
+  switch (spec.type) {
+    case 'String':
+      return arg.string(options);
+    case 'ID':
+      return arg.id(options);
+    case 'Int':
+      return arg.int(options);
+    case 'Float':
+      return arg.float(options);
+    case 'Boolean':
+      return arg.boolean(options);
+    case 'JSON':
+      return arg({ type: 'JSON', ...options });
+    case 'DateTime':
+      return arg({ type: 'DateTime', ...options });
+    case '[String]':
+      return arg.stringList(options);
+    case '[[String]]':
+      return arg({ type: arg.listRef(arg.listRef('String')), ...options });
+  }
+}
+
+/** A mutation's arguments, read from the controller's verb table: the one definition of each verb. */
+export function verbArgs(arg: ArgBuilder, verb: string) {
+  const spec = controllerVerb(verb);
+  if (!spec) throw new Error(`${verb} is not in CONTROLLER_VERBS`);
+  return Object.fromEntries(spec.args.map((a) => [a.name, argFor(arg, a)])) as Record<string, ReturnType<typeof argFor>>;
+}
+
+/** Runs a controller verb through the GraphQL door: recorded as a call by the caller's token name. */
+export async function runVerb<T>(ctx: GatewayContext, verb: string, args: Record<string, unknown>): Promise<T> {
+  const { result } = await invokeControllerVerb<T>(ctx.mesh, { verb, args, caller: ctx.caller.name, door: 'GRAPHQL' });
+  return result;
+}
