@@ -1,12 +1,22 @@
 import type { Logger } from 'pino';
+import { ensureBuckets } from './bus/buckets.js';
 import { connectBus } from './bus/nats.js';
 import { subjectsUnder } from './bus/subjects.js';
 import type { Config } from './config.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server.js';
 import { loadAccess } from './services/access.js';
+import { startCallView } from './services/calls.js';
 import { compiledCatalogue } from './services/catalogue.js';
+import { startComposer, type Composer } from './services/composer.js';
+import { startDurationPruning } from './services/durations.js';
 import { MeshEvents } from './services/events.js';
+import { startHandActView } from './services/hand-acts.js';
+import { startLeases } from './services/leases.js';
+import { startNewsIngest, type NewsIngest } from './services/news.js';
+import { startRollouts } from './services/rollout.js';
+import { startStatusFeed } from './services/status-feed.js';
+import { startResponder } from './services/responder.js';
 import { CONTROLLER_VERBS } from './services/verbs.js';
 import type { Mesh } from './services/mesh.js';
 import { seedSeats } from './services/seats.js';
@@ -17,6 +27,8 @@ export interface Gateway {
   url: string;
   mesh: Mesh;
   http: HttpApp;
+  news: NewsIngest;
+  composer: Composer;
   stop(): Promise<void>;
 }
 
@@ -63,12 +75,27 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       name: `mesh-gateway ${config.replica}`,
     });
     stops.push(() => bus.close());
-    const mesh: Mesh = { config, db, bus, subjects: subjectsUnder(config.subjects), catalogue, logger, events: new MeshEvents() };
+    const buckets = await ensureBuckets(bus.nc, bus.jsm, config.controller, logger);
+    const views = { calls: await startCallView(buckets, bus.jsm, logger), handActs: await startHandActView(buckets, bus.jsm, logger) };
+    stops.push(async () => (views.calls.stop(), views.handActs.stop()));
+    const leases = await startLeases({ buckets, views, config, logger }, bus.jsm);
+    stops.push(() => leases.stop());
+    const subjects = subjectsUnder(config.subjects);
+    const status = startStatusFeed(bus.nc, subjects.status, logger);
+    stops.push(() => status.stop());
+    const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, status };
+    const responder = startResponder(mesh);
+    stops.push(() => responder.stop());
+    const pruning = startDurationPruning(mesh);
+    const news = startNewsIngest(mesh);
+    const rollouts = startRollouts(mesh);
+    const composer = startComposer(mesh);
+    stops.push(() => pruning.stop(), () => news.stop(), () => rollouts.stop(), () => composer.stop());
     const http = buildHttpApp({ schema, mesh, access, logger });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());
     logger.info({ url, replica: config.replica }, 'serving GraphQL (GraphiQL in a browser at this address)');
-    return { url, mesh, http, stop: stopAll };
+    return { url, mesh, http, news, composer, stop: stopAll };
   } catch (error) {
     await stopAll();
     throw error;

@@ -17,6 +17,7 @@ import {
 } from './calls.js';
 import { resetConsumer } from './consumers.js';
 import { DomainError, Invalid, NotFound } from './errors.js';
+import { DURATION_KINDS, summarise, type DurationKind } from './durations.js';
 import { appendHandAct, checkActing, listHandActs, repeatedCauses } from './hand-acts.js';
 import type { Mesh } from './mesh.js';
 import { closePlan, listPlans, PLAN_STATES, push, stopPlan, type PlanState } from './plans.js';
@@ -102,16 +103,18 @@ const handlers: Record<string, VerbHandler> = {
   async plans(mesh, args) {
     return listPlans(mesh.db, { state: oneOf<PlanState>(args.state, PLAN_STATES, 'state'), first: args.first });
   },
+  // The last composition, at once: the verb never composes while its caller waits.
+  async status(mesh) {
+    const composition = mesh.status.current();
+    if (!composition) throw new Unavailable('no composition has been heard yet; the serving replica composes at start');
+    return composition;
+  },
+  async durations(mesh, args) {
+    const kinds = DURATION_KINDS.map((k) => k.toUpperCase());
+    const kind = oneOf(typeof args.kind === 'string' ? args.kind.toUpperCase() : args.kind, kinds, 'kind');
+    return summarise(mesh.db, mesh.config, kind ? (kind.toLowerCase() as DurationKind) : undefined, since(args.since));
+  },
 };
-
-/**
- * Gives a verb of the table its handler, for verbs whose service lands elsewhere (status,
- * durations). A verb of the table without one answers UNAVAILABLE. Throws for a name not in the table.
- */
-export function serveVerb(name: string, handler: VerbHandler): void {
-  if (!controllerVerb(name)) throw new Error(`${name} is not in CONTROLLER_VERBS`);
-  handlers[name] = handler;
-}
 
 export const errorOf = (error: unknown): CallError =>
   error instanceof DomainError ? { code: error.code, message: error.message } : { code: 'INTERNAL', message: 'internal error; the gateway logged it' };
@@ -158,7 +161,7 @@ export async function invokeControllerVerb<T = unknown>(mesh: Mesh, invocation: 
   return { call: finished, result: result as T };
 }
 
-/** A verb of the table that this build has no handler for yet. */
+/** What a verb cannot answer yet: a verb of the table without a handler, or no composition heard. */
 class Unavailable extends DomainError {
   override name = 'Unavailable';
   readonly code = 'UNAVAILABLE';

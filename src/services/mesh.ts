@@ -1,10 +1,16 @@
 import type { Logger } from 'pino';
+import type { Buckets } from '../bus/buckets.js';
+import type { KvView } from '../bus/kv-view.js';
 import type { Bus } from '../bus/nats.js';
 import type { Subjects } from '../bus/subjects.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/db.js';
+import type { CallSummary } from './calls.js';
 import type { Catalogue } from './catalogue.js';
+import type { StatusFeed } from './composition.js';
 import type { MeshEvents } from './events.js';
+import type { HandAct } from './hand-acts.js';
+import type { Leases } from './leases.js';
 
 /** The running gateway's dependencies, handed to every service call that needs more than the store. */
 export interface Mesh {
@@ -15,4 +21,12 @@ export interface Mesh {
   catalogue: Catalogue;
   logger: Logger;
   events: MeshEvents;
+  /** The controller's KV buckets: calls, hand-acts, leases. */
+  buckets: Buckets;
+  /** This replica's in-memory views of the calls and hand-act buckets, kept by watches. */
+  views: { calls: KvView<CallSummary>; handActs: KvView<HandAct> };
+  /** This replica's lease, and whether it holds the serving lease. */
+  leases: Leases;
+  /** The last status composition this replica heard, and each new one as it comes. */
+  status: StatusFeed;
 }
