@@ -99,58 +99,47 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
     const seen = latest.get(beat.machine);
     latest.set(beat.machine, { ...beat, count: (seen?.count ?? 0) + 1, earliest: seen?.earliest ?? beat.at });
   }
-  const rows = [...latest.values()];
+  // In name order, so two replicas writing overlapping batches lock rows in the same order.
+  const rows = [...latest.values()].sort((a, b) => (a.machine < b.machine ? -1 : a.machine > b.machine ? 1 : 0));
+  const names = rows.map((r) => r.machine);
+  const assignments = rows.flatMap((r) => [...new Set(r.modules)].map((module) => ({ r, module })));
+  // Arrays unnested by Postgres: one parameter per column however many machines, where a VALUES
+  // list would take one per cell and a NOT IN list would nest past the parser's stack.
   return db.transaction().execute(async (tx) => {
-    const before = await tx
-      .selectFrom('machine')
-      .select(['name', 'last_heard_at'])
-      .where('name', 'in', rows.map((r) => r.machine))
-      .forUpdate()
-      .execute();
-    const previous = new Map(before.map((b) => [b.name, new Date(b.last_heard_at)]));
-    await tx
-      .insertInto('machine')
-      .values(rows.map((r) => ({ name: r.machine, site: r.site ?? null, first_heard_at: r.earliest, last_heard_at: r.at, heartbeats: r.count })))
-      .onConflict((oc) =>
-        oc.column('name').doUpdateSet((eb) => ({
-          site: sql`coalesce(excluded.site, machine.site)`,
-          last_heard_at: sql`greatest(excluded.last_heard_at, machine.last_heard_at)`,
-          heartbeats: eb('machine.heartbeats', '+', eb.ref('excluded.heartbeats')),
-        })),
-      )
-      .execute();
-    const assignments = rows.flatMap((r) =>
-      [...new Set(r.modules)].map((module) => ({
-        machine: r.machine,
-        module,
-        running: true,
-        claims: JSON.stringify(r.claims?.[module] ?? []),
-        since: r.at,
-        heard_at: r.at,
-      })),
-    );
+    const before = await sql<{ name: string; last_heard_at: Date }>`
+      select name, last_heard_at from machine where name = any(${names}::text[]) order by name for update`.execute(tx);
+    const previous = new Map(before.rows.map((b) => [b.name, new Date(b.last_heard_at)]));
+    await sql`
+      insert into machine (name, site, first_heard_at, last_heard_at, heartbeats)
+      select * from unnest(${names}::text[], ${rows.map((r) => r.site ?? null)}::text[],
+                           ${rows.map((r) => r.earliest.toISOString())}::timestamptz[],
+                           ${rows.map((r) => r.at.toISOString())}::timestamptz[], ${rows.map((r) => r.count)}::int[])
+      on conflict (name) do update set
+        site = coalesce(excluded.site, machine.site),
+        last_heard_at = greatest(excluded.last_heard_at, machine.last_heard_at),
+        heartbeats = machine.heartbeats + excluded.heartbeats`.execute(tx);
+    const machinesOf = assignments.map((a) => a.r.machine);
+    const modulesOf = assignments.map((a) => a.module);
     if (assignments.length) {
-      await tx
-        .insertInto('assignment')
-        .values(assignments)
-        .onConflict((oc) =>
-          oc.columns(['machine', 'module']).doUpdateSet({
-            running: true,
-            claims: sql`excluded.claims`,
-            heard_at: sql`excluded.heard_at`,
-            since: sql`case when assignment.running then assignment.since else excluded.since end`,
-          }),
-        )
-        .execute();
+      await sql`
+        insert into assignment (machine, module, running, claims, since, heard_at)
+        select machine, module, true, claims::jsonb, at, at
+          from unnest(${machinesOf}::text[], ${modulesOf}::text[],
+                      ${assignments.map((a) => JSON.stringify(a.r.claims?.[a.module] ?? []))}::text[],
+                      ${assignments.map((a) => a.r.at.toISOString())}::timestamptz[]) as u(machine, module, claims, at)
+        on conflict (machine, module) do update set
+          running = true,
+          claims = excluded.claims,
+          heard_at = excluded.heard_at,
+          since = case when assignment.running then assignment.since else excluded.since end
+        -- Most heartbeats repeat what is stored: leaving those rows unwritten is most of the speed.
+        where not assignment.running or assignment.claims <> excluded.claims`.execute(tx);
     }
-    const running = assignments.map((a) => sql`(${a.machine}, ${a.module})`);
-    await tx
-      .updateTable('assignment')
-      .set({ running: false })
-      .where('machine', 'in', rows.map((r) => r.machine))
-      .where('running', '=', true)
-      .$if(running.length > 0, (q) => q.where(sql<boolean>`(machine, module) not in (${sql.join(running)})`))
-      .execute();
+    await sql`
+      update assignment a set running = false
+       where a.machine = any(${names}::text[]) and a.running
+         and not exists (select 1 from unnest(${machinesOf}::text[], ${modulesOf}::text[]) as r(machine, module)
+                          where r.machine = a.machine and r.module = a.module)`.execute(tx);
     return ordered.map((beat) => {
       const previousAt = previous.get(beat.machine);
       previous.set(beat.machine, beat.at);

@@ -240,7 +240,8 @@ export interface HoldingFilter {
 /**
  * The holdings of the seats and machines asked (all where a filter is absent): the recorded ones,
  * and for a seat with none on record, every running module whose manifest claims it or one of its
- * aliases, marked derived. Seat names here are canonical. One statement.
+ * aliases, marked derived. Seat names here are canonical. One statement, answered as one JSON
+ * value: parsing one value costs a fraction of parsing a row per holding, at 20,000 holdings.
  */
 export async function listHoldings(db: Db, filter: HoldingFilter = {}): Promise<Holding[]> {
   const { seats, machines } = filter;
@@ -249,23 +250,34 @@ export async function listHoldings(db: Db, filter: HoldingFilter = {}): Promise<
   const recordedMachine = machines ? sql`and h.machine in (${sql.join(machines)})` : sql``;
   const derivedSeat = seats ? sql`and k.seat in (${sql.join(seats)})` : sql``;
   const derivedMachine = machines ? sql`and a.machine in (${sql.join(machines)})` : sql``;
-  const result = await sql<{ seat: string; scope: string; machine: string; module: string; site: string | null; since: Date; derived: boolean }>`
-    select h.seat, h.scope, h.machine, h.module, m.site, h.since, false as derived
-      from seat_holding h join machine m on m.name = h.machine
-     where true ${recordedSeat} ${recordedMachine}
-    union
-    select k.seat, s.scope, a.machine, a.module, m.site, a.since, true as derived
-      from assignment a
-      join machine m on m.name = a.machine
-      cross join lateral jsonb_array_elements_text(a.claims) as c(claim)
-      join (select name as key, name as seat from seat union all select alias, seat from seat_alias) k on k.key = c.claim
-      join seat s on s.name = k.seat
-     where a.running
-       and not exists (select 1 from seat_holding r where r.seat = k.seat)
-       ${derivedSeat} ${derivedMachine}
-    order by 1, 3, 4`.execute(db);
-  return result.rows.map((r) => ({ ...r, since: new Date(r.since) }));
+  // Recorded and derived holdings never share a seat, so `union all`; a module claiming a seat by
+  // two of its names is one holder (`distinct`). Sorted here rather than by Postgres's collation.
+  const result = await sql<{ holdings: [string, string, string, string, string | null, string, boolean][] | string }>`
+    select coalesce(json_agg(json_build_array(seat, scope, machine, module, site, since, derived)), '[]'::json) as holdings
+      from (
+        select h.seat, h.scope, h.machine, h.module, m.site, h.since, false as derived
+          from seat_holding h join machine m on m.name = h.machine
+         where true ${recordedSeat} ${recordedMachine}
+        union all
+        select distinct k.seat, s.scope, a.machine, a.module, m.site, a.since, true as derived
+          from assignment a
+          join machine m on m.name = a.machine
+          cross join lateral jsonb_array_elements_text(a.claims) as c(claim)
+          join (select name as key, name as seat from seat union all select alias, seat from seat_alias) k on k.key = c.claim
+          join seat s on s.name = k.seat
+         where a.running
+           and not exists (select 1 from seat_holding r where r.seat = k.seat)
+           ${derivedSeat} ${derivedMachine}
+      ) held`.execute(db);
+  const raw = result.rows[0]!.holdings;
+  const rows = typeof raw === 'string' ? (JSON.parse(raw) as Exclude<typeof raw, string>) : raw;
+  return rows
+    .map(([seat, scope, machine, module, site, since, derived]) => ({ seat, scope, machine, module, site, since: new Date(since), derived }))
+    .sort((a, b) => byCode(a.seat, b.seat) || byCode(a.machine, b.machine) || byCode(a.module, b.module));
 }
+
+/** Names are ASCII letters, digits, '-' and '_': code-unit order is their order. */
+const byCode = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 interface HolderRequest {
   seat: string;

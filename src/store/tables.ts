@@ -30,6 +30,7 @@ export interface AssignmentTable {
   running: ColumnType<boolean, boolean | undefined, boolean>;
   claims: Json<string[]>;
   since: Timestamp;
+  /** When the heartbeat that last changed this row (started it, or changed its claims) was heard. */
   heard_at: Timestamp;
 }
 
