@@ -1,13 +1,16 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, type ExecutionArgs, type FieldNode, type GraphQLSchema, type ValidationContext } from 'graphql';
+import { GraphQLError, type FieldNode, type GraphQLSchema, type ValidationContext } from 'graphql';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
-import type { Context as WsContext } from 'graphql-ws';
-import { useServer } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer } from 'ws';
 import type { Caller, GatewayContext } from './context.js';
+import { Fanout, liveExecutionPlugin } from './fanout/engine.js';
+import { serveGraphqlWs } from './fanout/graphql-ws.js';
+import { LIVE_STATUS_FIELDS, STATUS_QUERY_FIELDS } from './fanout/status-fields.js';
+import { useRequestBodyLimit } from './fanout/request-body-limit.js';
+import { statusQueryCache, type StatusQueryCache } from './fanout/status-query-cache.js';
 import { createLoaders } from './resolvers/loaders.js';
 import type { Access } from './services/access.js';
 import { DomainError } from './services/errors.js';
@@ -29,15 +32,13 @@ export interface HttpApp {
   yoga: YogaServerInstance<Record<string, unknown>, GatewayContext>;
   server: Server;
   wss: WebSocketServer;
+  /** Serves live status subscriptions over graphql-ws, once per operation and caller (absent without a status feed). */
+  fanout?: Fanout;
+  /** Keeps `status` query responses per composition (absent without a status feed). */
+  statusCache?: StatusQueryCache;
   start(host: string, port: number): Promise<string>;
   stop(): Promise<void>;
 }
-
-type WsExtra = {
-  socket: WebSocket;
-  request: IncomingMessage;
-  caller?: Caller;
-};
 
 function forbidden(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'FORBIDDEN', http: { status: 401 } } });
@@ -58,10 +59,14 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     }
   };
 
+  const fanout = mesh.status ? new Fanout({ feed: mesh.status, fields: LIVE_STATUS_FIELDS, logger }) : undefined;
+  const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
     schema: options.schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // Bounded by useRequestBodyLimit below, at the same size, without a counting stream per POST.
+    maxRequestBodySize: false,
     graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS' },
     logging: {
       debug: (...args) => logger.debug(args.length > 1 ? { args } : args[0]),
@@ -98,58 +103,23 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       }),
       ...(mesh.config.introspection ? [] : [disableIntrospection()]),
       ...(options.plugins ?? []),
+      ...(fanout ? [liveExecutionPlugin] : []),
+      ...(statusCache ? [statusCache.plugin] : []),
+      useRequestBodyLimit(),
     ],
   });
 
   const server = createServer(yoga);
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: 1 << 20 });
 
-  const wsServer = useServer<Record<string, unknown>, WsExtra>(
-    {
-      execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
-      subscribe: (args: ExecutionArgs) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
-      onConnect: (ctx: WsContext<Record<string, unknown>, WsExtra>) => {
-        const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
-        try {
-          ctx.extra.caller = access.callerFor(typeof authorization === 'string' ? authorization : undefined);
-          return true;
-        } catch {
-          return false; // graphql-ws closes the socket with 4403 Forbidden
-        }
-      },
-      onSubscribe: async (ctx, _id, params) => {
-        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
-          ...ctx,
-          req: ctx.extra.request,
-          socket: ctx.extra.socket,
-          params,
-          caller: ctx.extra.caller,
-        });
-        let document;
-        try {
-          document = parse(params.query);
-        } catch (error) {
-          return [error instanceof GraphQLError ? error : new GraphQLError(String(error))];
-        }
-        const errors = validate(schema, document);
-        if (errors.length) return errors;
-        return {
-          schema,
-          operationName: params.operationName,
-          document,
-          variableValues: params.variables,
-          contextValue: await contextFactory(),
-          rootValue: { execute, subscribe },
-        };
-      },
-    },
-    wss,
-  );
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout });
 
   return {
     yoga,
     server,
     wss,
+    fanout,
+    statusCache,
     start: (host, port) =>
       new Promise((resolve, reject) => {
         server.once('error', reject);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { CONTROLLER_VERBS } from '../src/services/verbs.js';
-import { startChildGateway, type ChildGateway } from './fixtures/child-gateway.js';
+import { spawnGateway, type ChildGateway } from './fixtures/child.js';
 import { startNatsServer, type NatsServer } from './fixtures/nats-server.js';
 import { testEnv, type TestEnv } from './fixtures/services.js';
 
@@ -12,7 +12,7 @@ let nc: NatsConnection;
 
 beforeAll(async () => {
   env = await testEnv('calls');
-  gateway = await startChildGateway(env.env);
+  gateway = await spawnGateway(env.env);
   nc = await connect({ servers: env.env.NATS_URL });
 });
 afterAll(async () => {
@@ -220,7 +220,7 @@ describe('a NATS body over 1 MiB', () => {
     // a server of its own that carries 4 MiB shows the gateway refusing it.
     server = await startNatsServer({ confText: 'max_payload: 4MB\n' });
     own = await testEnv('calls_big');
-    big = await startChildGateway({ ...own.env, NATS_URL: server.url });
+    big = await spawnGateway({ ...own.env, NATS_URL: server.url });
   });
   afterAll(async () => {
     await big?.stop();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { startChildGateway, type ChildGateway } from './fixtures/child-gateway.js';
+import { spawnGateway, type ChildGateway } from './fixtures/child.js';
 import { startNatsServer, type NatsServer } from './fixtures/nats-server.js';
 import { freshDatabase } from './fixtures/services.js';
 
@@ -40,7 +40,7 @@ afterAll(async () => {
 });
 
 async function start(): Promise<ChildGateway> {
-  const child = await startChildGateway(gatewayEnv);
+  const child = await spawnGateway(gatewayEnv);
   children.push(child);
   return child;
 }

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { abandonCall, newCallId, type Call } from '../src/services/calls.js';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../src/services/leases.js';
-import { startChildGateway, type ChildGateway } from './fixtures/child-gateway.js';
+import { spawnGateway, type ChildGateway } from './fixtures/child.js';
+import { eventually } from './fixtures/live.js';
 import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -25,7 +26,7 @@ afterAll(async () => {
 });
 
 async function start(extra: Record<string, string> = {}): Promise<ChildGateway> {
-  const child = await startChildGateway({ ...env.env, ...extra });
+  const child = await spawnGateway({ ...env.env, ...extra });
   children.push(child);
   return child;
 }
@@ -89,7 +90,7 @@ test('after SIGKILL a new process reads the finished call with its answer, and t
 test('two replicas marking the same call abandoned: exactly one compare-and-set wins', async () => {
   const [a, b] = [await startTestGateway(env.env), await startTestGateway(env.env)];
   inProcess.push(a, b);
-  expect(a.mesh.leases.liveReplicas()).toContain(b.config.replica);
+  await eventually(() => a.mesh.leases.liveReplicas().includes(b.config.replica), 'the first replica to see the lease of the second');
   // A call of a replica with a live lease, so neither sweep takes it before the race below.
   const ghost = `ghost-${Date.now()}`;
   await a.mesh.buckets.leases.put(`replica.${ghost}`, JSON.stringify({ replica: ghost, expiresAt: new Date(Date.now() + 60_000).toISOString(), startedAt: new Date().toISOString() }));

@@ -1,0 +1,214 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { sql } from 'kysely';
+import pg from 'pg';
+import pino from 'pino';
+import { loadConfig } from '../src/config.js';
+import { startGateway } from '../src/gateway.js';
+import { compiledCatalogue } from '../src/services/catalogue.js';
+import { compose, COMPOSE_MIN_GAP_MS, type CompositionSources } from '../src/services/composer.js';
+import { encodeComposition } from '../src/services/status-feed.js';
+import { listHoldings, seedSeats } from '../src/services/seats.js';
+import { CONTROLLER_VERBS } from '../src/services/verbs.js';
+import { openStore } from '../src/store/db.js';
+import { migrateToLatest } from '../src/store/migrate.js';
+
+// The mesh DESIGN.md's issue sizes the composer for.
+const MACHINES = 10_000;
+const SEATS = 2_000;
+const HOLDINGS = 20_000;
+const SITES = 20;
+const COMPOSITIONS = 21;
+const NEWS_RATE = Number(process.env.BENCH_NEWS_RATE ?? 25_000);
+const NEWS_SECONDS = Number(process.env.BENCH_NEWS_SECONDS ?? 6);
+
+const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const ms = (n: number) => `${n.toFixed(1)} ms`;
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Publishes `rate` heartbeats a second for `seconds` across the machines, from its own process. */
+async function publisher(root: string, rate: number, seconds: number): Promise<void> {
+  const nc = await connect({ servers: NATS_URL });
+  const slice = 10;
+  const perSlice = Math.ceil((rate * slice) / 1000);
+  const total = rate * seconds;
+  const start = performance.now();
+  let sent = 0;
+  let i = 0;
+  while (sent < total) {
+    for (let k = 0; k < perSlice && sent < total; k++, sent++, i = (i + 1) % MACHINES) {
+      const machine = `m-${i}`;
+      nc.publish(`${root}.news.machine.${machine}`, JSON.stringify({ kind: 'heartbeat', site: `site-${i % SITES}`, modules: ['broker', 'web'], claims: { broker: ['queue'] } }));
+    }
+    const wait = start + (sent / rate) * 1000 - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    else await nc.flush();
+  }
+  await nc.flush();
+  const took = (performance.now() - start) / 1000;
+  process.stdout.write(JSON.stringify({ sent, seconds: took }) + '\n');
+  await nc.close();
+}
+
+/** Seeds the mesh in a few statements: machines over SITES sites each running two modules, seats, holdings on record, a few open plans. */
+async function seed(db: Awaited<ReturnType<typeof openStore>>) {
+  await seedSeats(db, compiledCatalogue('bench-controller', CONTROLLER_VERBS));
+  await sql`insert into machine (name, site, first_heard_at, last_heard_at, heartbeats)
+            select 'm-' || i, 'site-' || (i % ${SITES}), now() - interval '1 day', now() - (i % 200) * interval '1 second', 100
+              from generate_series(0, ${MACHINES - 1}) i`.execute(db);
+  await sql`insert into assignment (machine, module, running, claims)
+            select 'm-' || i, m, true, case when m = 'broker' then '["queue"]'::jsonb else '[]'::jsonb end
+              from generate_series(0, ${MACHINES - 1}) i, unnest(array['broker', 'web']) m`.execute(db);
+  await sql`insert into seat (name, scope, delivers, decided, replicated)
+            select 'seat-' || i, 'site', 'bench', 'bench', true from generate_series(0, ${SEATS - 1}) i`.execute(db);
+  // Each machine's two modules hold one seat each: HOLDINGS recorded holdings, HOLDINGS / SEATS holders a seat.
+  await sql`insert into seat_holding (seat, machine, module, scope)
+            select 'seat-' || ((i * 2 + k) % ${SEATS}), 'm-' || i, case when k = 0 then 'broker' else 'web' end, 'site'
+              from generate_series(0, ${MACHINES - 1}) i, generate_series(0, ${HOLDINGS / MACHINES - 1}) k`.execute(db);
+  await sql`insert into plan (id, seat, build, tiers, state, opened_at)
+            select 'plan-' || i, 'seat-' || i, 'b-' || i, '[["m-1","m-2"],["m-3"]]'::jsonb, 'OPEN', now() from generate_series(1, 5) i`.execute(db);
+  await sql`analyze`.execute(db);
+}
+
+export async function run(): Promise<string> {
+  const name = `bench_compose_${randomBytes(4).toString('hex')}`;
+  await admin((c) => c.query(`create database "${name}"`));
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const controller = `bench_${randomBytes(3).toString('hex')}`;
+  const lines: string[] = [];
+  const log = (line: string) => {
+    lines.push(line);
+    console.error(line);
+  };
+  try {
+    let statements = 0;
+    const db = await openStore({ databaseUrl: url.toString(), dataDir: '.mesh', onQuery: () => statements++ });
+    await migrateToLatest(db);
+    const seeding = performance.now();
+    await seed(db);
+    log(`seeded ${MACHINES} machines (${SITES} sites, 2 modules each), ${SEATS} seats, ${HOLDINGS} holdings on record and ${MACHINES} derived, in ${ms(performance.now() - seeding)}`);
+
+    const sources: CompositionSources = { callsRunning: () => 0, handActsSince: () => ({ count: 0, repeatedCauses: [] }) };
+    const took: number[] = [];
+    const walls: number[] = [];
+    const encodes: number[] = [];
+    const perComposition: number[] = [];
+    let size = 0;
+    let parts = 0;
+    for (let i = 0; i < COMPOSITIONS; i++) {
+      statements = 0;
+      const wall = performance.now();
+      const composition = await compose(db, { seq: i + 1, trigger: 'bench', heartbeatSeconds: 10, sources });
+      const composed = performance.now();
+      const encoded = await encodeComposition(composition, 1024 * 1024);
+      if (i === 0) continue; // warm-up: plans cached, pool connected
+      walls.push(composed - wall);
+      encodes.push(performance.now() - composed);
+      took.push(composition.tookMs);
+      perComposition.push(statements);
+      size = Buffer.byteLength(JSON.stringify(composition));
+      parts = encoded.length;
+    }
+    // Where a composition's time goes: the holdings read (listHoldings, 30,000 rows) on its own.
+    const holdingsWall: number[] = [];
+    const holdingsCpu: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const cpu = process.cpuUsage();
+      const wall = performance.now();
+      await listHoldings(db);
+      holdingsWall.push(performance.now() - wall);
+      const used = process.cpuUsage(cpu);
+      holdingsCpu.push((used.user + used.system) / 1000);
+    }
+    await db.destroy();
+    log(`compose (${COMPOSITIONS - 1} runs after a warm-up): median tookMs ${ms(median(took))}, min ${ms(Math.min(...took))}, max ${ms(Math.max(...took))}`);
+    log(`of which listHoldings alone: median ${ms(median(holdingsWall))} wall, ${ms(median(holdingsCpu))} of Node CPU (row parsing and mapping)`);
+    log(`SQL statements per composition: ${[...new Set(perComposition)].join(', ')}`);
+    log(`composition JSON ${(size / 1024 / 1024).toFixed(2)} MiB; framed for NATS (gzip, 1 MiB max_payload) in a median ${ms(median(encodes))} as ${parts} message(s)`);
+
+    // News while composing: one gateway (serving, so composing) on this database, heartbeats from another process.
+    const subjects = `bench_${randomBytes(3).toString('hex')}`;
+    const config = loadConfig({ DATABASE_URL: url.toString(), NATS_URL, MESH_CONTROLLER: controller, MESH_SUBJECTS: subjects, PORT: '0', LOG_LEVEL: 'warn' });
+    const gateway = await startGateway(config, { logger: pino({ level: 'warn' }) });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!gateway.mesh.status.current() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const c0 = gateway.composer.stats.compositions;
+      const n0 = gateway.news.stats.ingested;
+      const seqs: { at: number; seq: number; tookMs: number }[] = [];
+      const off = gateway.mesh.status.subscribe((c) => seqs.push({ at: Date.now(), seq: c.seq, tookMs: c.tookMs }));
+      const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--publisher', subjects, String(NEWS_RATE), String(NEWS_SECONDS)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      let firstAt = 0;
+      let lastAt = 0;
+      const started = Date.now();
+      const sampler = setInterval(() => {
+        const got = gateway.news.stats.ingested - n0;
+        if (got > 0 && !firstAt) firstAt = Date.now();
+      }, 5);
+      await new Promise((resolve) => child.once('exit', resolve));
+      const published = JSON.parse(out.trim().split('\n').pop()!) as { sent: number; seconds: number };
+      const drainDeadline = Date.now() + 120_000;
+      while (gateway.news.stats.ingested + gateway.news.stats.dropped + gateway.news.stats.failed - n0 < published.sent && Date.now() < drainDeadline) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      lastAt = Date.now();
+      clearInterval(sampler);
+      await new Promise((r) => setTimeout(r, 2 * COMPOSE_MIN_GAP_MS + 1000));
+      off();
+      const ingested = gateway.news.stats.ingested - n0;
+      const seconds = (lastAt - (firstAt || started)) / 1000;
+      const compositions = gateway.composer.stats.compositions - c0;
+      const window = (Date.now() - started) / 1000;
+      let maxPerSecond = 0;
+      for (const s of seqs) maxPerSecond = Math.max(maxPerSecond, seqs.filter((t) => t.at >= s.at && t.at < s.at + 1000).length);
+      log(
+        `news: offered ${published.sent} heartbeats at ${Math.round(published.sent / published.seconds)}/s; ingested ${ingested} (dropped ${gateway.news.stats.dropped}, failed ${gateway.news.stats.failed}, malformed ${gateway.news.stats.malformed}) in ${seconds.toFixed(2)} s = ${Math.round(ingested / seconds)}/s in ${gateway.news.stats.batches} batches`,
+      );
+      log(`compositions meanwhile: ${compositions} in ${window.toFixed(1)} s, at most ${maxPerSecond} in any second (their median tookMs ${ms(seqs.length ? median(seqs.map((t) => t.tookMs)) : 0)})`);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await admin((c) => c.query(`drop database if exists "${name}" with (force)`)).catch(() => undefined);
+    const nc = await connect({ servers: NATS_URL }).catch(() => undefined);
+    if (nc) {
+      const jsm = await jetstreamManager(nc);
+      for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`KV_${controller}_`)) await jsm.streams.delete(s.config.name);
+      await nc.close();
+    }
+  }
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; load average at the end ${loadavg()[0]!.toFixed(2)}`;
+  return [`machine: ${machine}`, ...lines].join('\n');
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  if (process.argv[2] === '--publisher') {
+    await publisher(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]));
+  } else {
+    console.log(await run());
+  }
+}

@@ -1,0 +1,17 @@
+import { run as compose } from './compose.js';
+import { run as fanout } from './fanout.js';
+
+// Each bench prints its figures; `npm run bench -- compose` runs one by name, no name runs them all.
+const BENCHES: Record<string, () => Promise<string>> = { compose, fanout };
+
+const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+for (const name of asked.length ? asked : Object.keys(BENCHES)) {
+  const bench = BENCHES[name];
+  if (!bench) {
+    console.error(`no bench named ${name}; there are: ${Object.keys(BENCHES).join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`\n## ${name}\n`);
+  console.log(await bench());
+}
+process.exit(0);

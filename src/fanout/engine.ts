@@ -1,0 +1,401 @@
+import { execute as executeEvent, getOperationAST, Kind, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import { WebSocket } from 'ws';
+import type { Caller } from '../context.js';
+import type { Composition, StatusFeed } from '../services/composition.js';
+import { diffCompositions, type StatusDelta } from '../services/status-delta.js';
+
+/**
+ * A payload this small goes out as one message built per subscriber (a copy of a few hundred
+ * bytes costs less than two extra frames); a larger one is written by reference between a
+ * per-subscriber prefix and suffix, as fragments of one message.
+ */
+export const FRAGMENT_FROM_BYTES = 16 * 1024;
+
+const SUFFIX = Buffer.from('}');
+
+/** How one root subscription field turns compositions into the root values it executes over. */
+export interface LiveField {
+  /** The root value for the whole composition: what a new subscriber, or one that skipped, gets. */
+  full(composition: Composition): unknown;
+  /** The root value for a delta; absent when every message is the whole composition. */
+  change?(delta: StatusDelta): unknown;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+/** What a group executes with: the enveloped `execute` and every argument but the root value. */
+export interface PreparedOperation {
+  execute(args: ExecutionArgs): MaybePromise<ExecutionResult | AsyncIterable<unknown>>;
+  args: Omit<ExecutionArgs, 'rootValue'>;
+}
+
+export interface FanoutStats {
+  groups: number;
+  subscribers: number;
+  /** GraphQL executions run for groups since the start. */
+  executions: number;
+  /** Payloads serialized since the start (one per execution). */
+  serializations: number;
+  /** Messages written to sockets. */
+  sent: number;
+  /** Compositions a subscriber never got because a newer one replaced it while its socket was busy. */
+  skipped: number;
+  /** Subscribers with a composition waiting behind what their socket is still sending (each holds one at most). */
+  waiting: number;
+  /** The most bytes any subscriber's socket has yet to hand to the kernel. */
+  maxBuffered: number;
+}
+
+type PayloadKind = 'full' | 'change';
+
+const isPromise = <T>(value: MaybePromise<T>): value is Promise<T> => typeof (value as Promise<T>)?.then === 'function';
+
+/** JSON with object keys sorted, so equal variables give equal keys. */
+export function stableJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  const keys = Object.keys(value).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+}
+
+const LIVE_EXECUTION = Symbol('a group executing one event of a live field');
+
+/** Marks a group's context: its executions run the selection over one event, as `subscribe` does for each. */
+export function markLiveContext<T extends object>(context: T): T {
+  return Object.assign(context, { [LIVE_EXECUTION]: true });
+}
+
+/**
+ * Yoga's executor runs a subscription document as a subscription (calling the field's `subscribe`);
+ * a group runs it over one event it already has, which is graphql-js's `execute` with the event as
+ * root value (what `subscribe` does per event). Every plugin's onExecute hooks still apply.
+ */
+export const liveExecutionPlugin: Plugin = {
+  onExecute({ args, setExecuteFn }) {
+    if ((args.contextValue as unknown as Record<symbol, unknown> | undefined)?.[LIVE_EXECUTION]) setExecuteFn(executeEvent as never);
+  },
+};
+
+/** Who the caller is, as far as sharing goes: its name and its scopes. */
+export const accessKey = (caller: Caller): string => `${caller.name}:${[...caller.scopes].sort().join(',')}`;
+
+/** The composition one group executed, with its payloads made at most once each, when first asked for. */
+class Frame {
+  private bytes: Partial<Record<PayloadKind, Buffer>> = {};
+  private waiting: Partial<Record<PayloadKind, Subscriber[]>> = {};
+
+  constructor(
+    private readonly group: Group,
+    readonly composition: Composition,
+    /** Set when this frame can go out as a delta to a subscriber holding `delta.baseSeq`. */
+    readonly delta: StatusDelta | undefined,
+  ) {}
+
+  get seq(): number {
+    return this.composition.seq;
+  }
+
+  deliver(subscriber: Subscriber, kind: PayloadKind): void {
+    const ready = this.bytes[kind];
+    if (ready) return subscriber.write(this.seq, ready);
+    const waiting = this.waiting[kind];
+    if (waiting) {
+      waiting.push(subscriber);
+      return;
+    }
+    this.waiting[kind] = [subscriber];
+    const done = (bytes: Buffer) => {
+      this.bytes[kind] = bytes;
+      const list = this.waiting[kind] ?? [];
+      this.waiting[kind] = undefined;
+      for (const s of list) s.write(this.seq, bytes);
+    };
+    const fail = (error: unknown) => {
+      const list = this.waiting[kind] ?? [];
+      this.waiting[kind] = undefined;
+      for (const s of list) s.fail(error);
+    };
+    try {
+      const produced = this.group.produce(kind === 'change' ? this.group.field.change!(this.delta!) : this.group.field.full(this.composition));
+      if (isPromise(produced)) produced.then(done, fail);
+      else done(produced);
+    } catch (error) {
+      fail(error);
+    }
+  }
+}
+
+/**
+ * One graphql-ws subscription served by a group. Holds at most one frame waiting behind the message
+ * its socket is still sending; a newer frame replaces it. To graphql-ws it is the subscription's
+ * async iterator: it yields nothing (the group writes to the socket) and ends when either side ends.
+ */
+export class Subscriber implements AsyncIterableIterator<never> {
+  /** The seq of the composition the client holds after the last message written. */
+  lastSeq: number | undefined;
+  private busy = false;
+  private pending: Frame | undefined;
+  private closed = false;
+  private readonly prefix: Buffer;
+  private readonly ended: Promise<IteratorResult<never>>;
+  private end!: (result: IteratorResult<never>) => void;
+  private abort!: (error: unknown) => void;
+
+  constructor(
+    private readonly group: Group,
+    readonly socket: WebSocket,
+    readonly id: string,
+  ) {
+    this.prefix = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
+    this.ended = new Promise((resolve, reject) => {
+      this.end = resolve;
+      this.abort = reject;
+    });
+  }
+
+  /** Whether a frame waits behind what the socket is still sending (at most one ever does). */
+  get waiting(): boolean {
+    return this.pending !== undefined;
+  }
+
+  offer(frame: Frame): void {
+    if (this.closed) return;
+    if (this.busy) {
+      if (this.pending) this.group.engine.counters.skipped++;
+      this.pending = frame;
+      return;
+    }
+    this.start(frame);
+  }
+
+  private start(frame: Frame): void {
+    this.busy = true;
+    const asDelta = frame.delta !== undefined && this.lastSeq === frame.delta.baseSeq;
+    frame.deliver(this, asDelta ? 'change' : 'full');
+  }
+
+  /** Writes one `next` message: the shared payload by reference between this subscription's prefix and suffix. */
+  write(seq: number, payload: Buffer): void {
+    const socket = this.socket;
+    if (this.closed || socket.readyState !== WebSocket.OPEN) {
+      this.busy = false;
+      return;
+    }
+    this.lastSeq = seq;
+    this.group.engine.counters.sent++;
+    if (payload.length < FRAGMENT_FROM_BYTES) {
+      socket.send(Buffer.concat([this.prefix, payload, SUFFIX]), { binary: false }, this.sent);
+      return;
+    }
+    socket.send(this.prefix, { binary: false, fin: false });
+    socket.send(payload, { binary: false, fin: false });
+    socket.send(SUFFIX, { binary: false, fin: true }, this.sent);
+  }
+
+  private readonly sent = (error?: Error): void => {
+    this.busy = false;
+    if (error || this.closed) {
+      this.pending = undefined;
+      return;
+    }
+    const next = this.pending;
+    if (next) {
+      this.pending = undefined;
+      this.start(next);
+    }
+  };
+
+  /** Ends the subscription with an error (graphql-ws sends it as an `error` message). */
+  fail(error: unknown): void {
+    this.busy = false;
+    if (this.closed) return;
+    this.group.engine.logger.error({ err: error }, 'a shared subscription failed to execute');
+    this.leave();
+    this.abort(error);
+  }
+
+  /** Ends the subscription from the server's side (graphql-ws sends `complete`). */
+  complete(): void {
+    if (this.closed) return;
+    this.leave();
+    this.end({ done: true, value: undefined });
+  }
+
+  private leave(): void {
+    this.closed = true;
+    this.pending = undefined;
+    this.group.remove(this);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<never>> {
+    return this.ended;
+  }
+
+  return(): Promise<IteratorResult<never>> {
+    this.complete();
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  throw(error: unknown): Promise<IteratorResult<never>> {
+    this.complete();
+    return Promise.reject(error);
+  }
+}
+
+/** The subscribers of one operation for one caller: one execution and one payload per composition for all. */
+export class Group {
+  readonly subscribers = new Set<Subscriber>();
+  latest: Frame | undefined;
+
+  constructor(
+    readonly engine: Fanout,
+    readonly key: string,
+    readonly field: LiveField,
+    private readonly operation: PreparedOperation,
+  ) {}
+
+  get document(): DocumentNode {
+    return this.operation.args.document;
+  }
+
+  get schema(): GraphQLSchema {
+    return this.operation.args.schema;
+  }
+
+  /** Executes the operation over `rootValue` and serializes the result: once per frame and kind. */
+  produce(rootValue: unknown): MaybePromise<Buffer> {
+    this.engine.counters.executions++;
+    const result = this.operation.execute({ ...this.operation.args, rootValue });
+    const serialize = (r: ExecutionResult | AsyncIterable<unknown>) => {
+      if (Symbol.asyncIterator in r) throw new Error('a live field executed to a stream; it must resolve to one value per root value');
+      this.engine.counters.serializations++;
+      return Buffer.from(JSON.stringify(r));
+    };
+    return isPromise(result) ? result.then(serialize) : serialize(result);
+  }
+
+  publish(composition: Composition, delta: StatusDelta | undefined): void {
+    const frame = new Frame(this, composition, this.field.change ? delta : undefined);
+    this.latest = frame;
+    for (const subscriber of this.subscribers) subscriber.offer(frame);
+  }
+
+  /** A new subscriber, sent the latest composition at once (or the first when it comes). */
+  join(socket: WebSocket, id: string): Subscriber {
+    const subscriber = new Subscriber(this, socket, id);
+    this.subscribers.add(subscriber);
+    if (this.latest) subscriber.offer(this.latest);
+    return subscriber;
+  }
+
+  remove(subscriber: Subscriber): void {
+    this.subscribers.delete(subscriber);
+    if (this.subscribers.size === 0) this.engine.drop(this);
+  }
+}
+
+export interface FanoutOptions {
+  feed: StatusFeed;
+  /** The root subscription fields served by groups, by name. */
+  fields: Record<string, LiveField>;
+  logger: Logger;
+}
+
+/**
+ * Serves live subscriptions of the status feed to many sockets: subscribers whose operation and
+ * access are the same share one group, so each composition is executed and serialized once per
+ * group, and the bytes are written to every socket as they are. Other operations are not its.
+ */
+export class Fanout {
+  readonly logger: Logger;
+  readonly counters = { executions: 0, serializations: 0, sent: 0, skipped: 0 };
+  private readonly groups = new Map<string, Group>();
+  private readonly fields: Record<string, LiveField>;
+  private readonly feed: StatusFeed;
+  private readonly unsubscribe: () => void;
+  private last: Composition | undefined;
+
+  constructor(options: FanoutOptions) {
+    this.logger = options.logger;
+    this.fields = options.fields;
+    this.feed = options.feed;
+    this.last = options.feed.current();
+    this.unsubscribe = options.feed.subscribe((composition) => this.publish(composition));
+  }
+
+  /** The key subscribers share a group by: caller (name and scopes), operation name, variables, document text. */
+  keyOf(params: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null }, caller: Caller): string {
+    return `${accessKey(caller)}\u0000${params.operationName ?? ''}\u0000${stableJson(params.variables ?? {})}\u0000${params.query}`;
+  }
+
+  /** The live field an operation subscribes to, when it is a subscription of exactly one live root field. */
+  liveField(document: DocumentNode, operationName?: string | null): string | undefined {
+    const operation = getOperationAST(document, operationName);
+    if (operation?.operation !== 'subscription') return undefined;
+    const selections = operation.selectionSet.selections;
+    if (selections.length !== 1) return undefined;
+    const [selection] = selections;
+    if (selection.kind !== Kind.FIELD || selection.directives?.length) return undefined;
+    return Object.prototype.hasOwnProperty.call(this.fields, selection.name.value) ? selection.name.value : undefined;
+  }
+
+  group(key: string): Group | undefined {
+    return this.groups.get(key);
+  }
+
+  /** The group for `key`, made with `operation` when there is none yet (a racing subscriber may have made it). */
+  open(key: string, field: string, operation: PreparedOperation): Group {
+    let group = this.groups.get(key);
+    if (group) return group;
+    group = new Group(this, key, this.fields[field], operation);
+    this.groups.set(key, group);
+    const current = this.feed.current() ?? this.last;
+    if (current) group.publish(current, undefined);
+    return group;
+  }
+
+  drop(group: Group): void {
+    if (this.groups.get(group.key) === group) this.groups.delete(group.key);
+  }
+
+  private publish(composition: Composition): void {
+    const previous = this.last;
+    if (previous && composition.seq <= previous.seq) return;
+    this.last = composition;
+    let delta: StatusDelta | undefined;
+    let diffed = false;
+    for (const group of this.groups.values()) {
+      if (group.field.change && !diffed) {
+        diffed = true;
+        delta = previous ? diffCompositions(previous, composition) : undefined;
+      }
+      group.publish(composition, delta);
+    }
+  }
+
+  stats(): FanoutStats {
+    let subscribers = 0;
+    let waiting = 0;
+    let maxBuffered = 0;
+    for (const group of this.groups.values()) {
+      subscribers += group.subscribers.size;
+      for (const s of group.subscribers) {
+        if (s.waiting) waiting++;
+        maxBuffered = Math.max(maxBuffered, s.socket.bufferedAmount);
+      }
+    }
+    return { groups: this.groups.size, subscribers, ...this.counters, waiting, maxBuffered };
+  }
+
+  /** Stops listening to the feed and completes every subscription. */
+  close(): void {
+    this.unsubscribe();
+    for (const group of [...this.groups.values()]) for (const subscriber of [...group.subscribers]) subscriber.complete();
+  }
+}

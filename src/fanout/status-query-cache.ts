@@ -1,0 +1,181 @@
+import { getOperationAST, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Access } from '../services/access.js';
+import type { StatusFeed } from '../services/composition.js';
+import { accessKey, stableJson } from './engine.js';
+
+/** Distinct (operation, variables, caller) responses kept for one composition: dashboards ask a handful. */
+export const STATUS_CACHE_ENTRIES = 64;
+/** Bytes kept for one composition, whatever the entries: a 1,000-machine status is about 150 KB. */
+export const STATUS_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** How long a request waits for the same request's execution before executing itself. */
+export const MISS_WAIT_MS = 5_000;
+
+const KNOWN_PARAMS = new Set(['query', 'variables', 'operationName', 'extensions']);
+const REGULAR_MEDIA_TYPES = ['application/graphql-response+json', 'application/json'];
+
+interface Entry {
+  /** The serialized response, or undefined for an operation that is not served from the cache. */
+  bytes: Buffer | undefined;
+}
+
+interface Pending {
+  key: string;
+  seq: number;
+  cacheable: boolean;
+  settle(entry: Entry): void;
+}
+
+export interface StatusQueryCacheOptions {
+  feed: StatusFeed;
+  access: Access;
+  /** Root query fields answered from the composition alone. */
+  fields: readonly string[];
+}
+
+export interface StatusQueryCache {
+  plugin: Plugin;
+  stats(): { hits: number; misses: number; entries: number; bytes: number };
+}
+
+/** The media type Yoga's regular result processor would answer with, or undefined when another one would answer. */
+function regularMediaType(request: Request): string | undefined {
+  const accepts = (request.headers.get('accept') || '*/*').replace(/\s/g, '').toLowerCase().split(',');
+  let chosen: string | undefined;
+  for (const accept of accepts.reverse()) {
+    const [mediaType, ...params] = accept.split(';');
+    const charset = params.find((p) => p.includes('charset=')) ?? 'charset=utf-8';
+    if (charset !== 'charset=utf-8' || !mediaType) continue;
+    const [askedPre, askedSuf] = mediaType.split('/');
+    for (const type of REGULAR_MEDIA_TYPES) {
+      const [pre, suf] = type.split('/');
+      if ((askedPre === '*' || askedPre === pre) && (askedSuf === '*' || askedSuf === suf)) chosen = type;
+    }
+  }
+  return chosen;
+}
+
+/**
+ * A Yoga plugin answering queries of the composition (only `fields` and `__typename` at the root)
+ * from bytes serialized once per (composition, operation, variables, caller): the first request
+ * after a composition executes as usual (others asking the same wait for it) and its response,
+ * when it has no errors, is kept and written as it is until the next composition. A kept
+ * response is answered from the request parser, before any other hook runs.
+ */
+export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptions): StatusQueryCache {
+  let seq: number | undefined;
+  let entries = new Map<string, Entry | Promise<Entry>>();
+  let bytes = 0;
+  const counters = { hits: 0, misses: 0 };
+  const pending = new WeakMap<Request, Pending>();
+  const served = new WeakMap<object, Buffer>();
+
+  const answersFromComposition = (document: DocumentNode, operationName?: string | null) => {
+    const operation = getOperationAST(document, operationName);
+    if (operation?.operation !== 'query') return false;
+    return operation.selectionSet.selections.every(
+      (s) => s.kind === Kind.FIELD && !s.directives?.length && (s.name.value === '__typename' || fields.includes(s.name.value)),
+    );
+  };
+
+  /** The entry key of a request's operation for its caller at the current composition; undefined when it is not one to keep. */
+  const keyOf = (params: { query?: unknown; operationName?: unknown; variables?: unknown }, request: Request): { key: string; seq: number } | undefined => {
+    const query = params.query;
+    if (typeof query !== 'string' || !fields.some((f) => query.includes(f))) return undefined;
+    const current = feed.current();
+    if (!current) return undefined;
+    let caller;
+    try {
+      caller = access.callerFor(request.headers.get('authorization'));
+    } catch {
+      return undefined; // the ordinary path refuses it
+    }
+    if (seq !== current.seq) {
+      seq = current.seq;
+      entries = new Map();
+      bytes = 0;
+    }
+    const variables = params.variables && typeof params.variables === 'object' ? params.variables : {};
+    return { key: `${accessKey(caller)}\u0000${params.operationName ?? ''}\u0000${stableJson(variables)}\u0000${query}`, seq: current.seq };
+  };
+
+  const respond = (fetchAPI: { Response: typeof Response }, body: Buffer, mediaType: string) =>
+    new fetchAPI.Response(body as Uint8Array<ArrayBuffer>, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } });
+
+  const plugin: Plugin = {
+    // A response kept for this request is answered as soon as its parameters are read: nothing else runs.
+    onRequestParse({ requestParser, setRequestParser, fetchAPI }) {
+      if (!requestParser) return;
+      setRequestParser(async (request) => {
+        const params = await requestParser(request);
+        if (Array.isArray(params) || params instanceof fetchAPI.Response) return params;
+        for (const name in params) if (!KNOWN_PARAMS.has(name)) return params; // Yoga answers those with its error
+        const found = keyOf(params, request);
+        const entry = found && entries.get(found.key);
+        const mediaType = entry && !(entry instanceof Promise) && entry.bytes && regularMediaType(request);
+        if (!mediaType) return params;
+        counters.hits++;
+        return respond(fetchAPI, (entry as Entry).bytes!, mediaType);
+      });
+    },
+    async onParams({ params, request, setResult }) {
+      const found = keyOf(params, request);
+      if (!found) return;
+      const { key } = found;
+      const waited = entries.get(key);
+      const entry = waited instanceof Promise ? await waited : waited;
+      if (entry?.bytes) {
+        counters.hits++;
+        const marker: ExecutionResult = { data: null };
+        served.set(marker, entry.bytes);
+        setResult(marker);
+        return;
+      }
+      if (entry || entries.size >= STATUS_CACHE_ENTRIES || bytes >= STATUS_CACHE_BYTES || seq !== found.seq) return;
+      counters.misses++;
+      let settle!: (entry: Entry) => void;
+      entries.set(key, new Promise<Entry>((resolve) => (settle = resolve)));
+      setTimeout(() => settle({ bytes: undefined }), MISS_WAIT_MS).unref();
+      const mine = entries;
+      pending.set(request, {
+        key,
+        seq: found.seq,
+        cacheable: false,
+        settle(result) {
+          if (entries === mine) {
+            entries.set(key, result);
+            bytes += result.bytes?.length ?? 0;
+          }
+          settle(result);
+        },
+      });
+    },
+    onExecute({ args }) {
+      const request = (args.contextValue as { request?: Request }).request;
+      const waiting = request && pending.get(request);
+      if (waiting) waiting.cacheable = answersFromComposition(args.document, args.operationName);
+    },
+    onResultProcess({ request, result, setResultProcessor }) {
+      const hit = served.get(result as object);
+      const waiting = pending.get(request);
+      pending.delete(request);
+      let body = hit;
+      if (!hit && waiting) {
+        const r = result as ExecutionResult & { stringify?: unknown };
+        const keep =
+          waiting.cacheable && !Array.isArray(result) && !r.errors?.length && !r.extensions?.http && !r.stringify && feed.current()?.seq === waiting.seq;
+        body = keep ? Buffer.from(JSON.stringify(result)) : undefined;
+        waiting.settle({ bytes: body });
+      }
+      const mediaType = body && regularMediaType(request);
+      if (!body || !mediaType) return;
+      setResultProcessor((_result, fetchAPI) => respond(fetchAPI, body, mediaType), mediaType);
+    },
+  };
+
+  return {
+    plugin,
+    stats: () => ({ ...counters, entries: entries.size, bytes }),
+  };
+}
