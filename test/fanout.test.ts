@@ -1,14 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../src/services/composition.js';
-import { hashToken } from '../src/services/access.js';
 import { applyDelta } from '../src/services/status-delta.js';
 import { publishComposition } from '../src/services/status-feed.js';
 import { aComposition, everyMachineHeard, oneMachineChanged, randomNext, rng } from './fixtures/compositions.js';
-import { NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { aTokensFile, NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 import { RawWsClient } from './fixtures/ws-client.js';
 
 const READER = 'Bearer reader-token-1';
@@ -29,22 +25,16 @@ const CHANGES = `subscription { statusChanges { seq baseSeq full ${STATUS_FIELDS
 let env: TestEnv;
 let gateway: TestGateway;
 let nc: NatsConnection;
-let dir: string;
+let tokens: ReturnType<typeof aTokensFile> | undefined;
 let seq = 0;
 const clients: RawWsClient[] = [];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fanout-'));
-  const tokensFile = join(dir, 'tokens.json');
-  writeFileSync(
-    tokensFile,
-    JSON.stringify({
-      tokens: [
-        { name: 'dashboard', scopes: ['read'], sha256: hashToken('reader-token-1') },
-        { name: 'operator', scopes: ['read', 'act', 'admin'], sha256: hashToken('operator-token-2') },
-      ],
-    }),
-  );
+  tokens = aTokensFile([
+    { name: 'dashboard', scopes: ['read'], token: 'reader-token-1' },
+    { name: 'operator', scopes: ['read', 'act', 'admin'], token: 'operator-token-2' },
+  ]);
+  const tokensFile = tokens.path;
   env = await testEnv('fanout');
   gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokensFile });
   nc = await connect({ servers: NATS_URL });
@@ -59,7 +49,7 @@ afterAll(async () => {
   await nc?.close();
   await gateway?.stop();
   await env?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  tokens?.remove();
 });
 
 // Each test completes its subscriptions; the next starts once the server has let their groups go.

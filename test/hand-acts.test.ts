@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { aMachine } from './fixtures/mesh.js';
-import { startTestGateway, testEnv, uniqueName, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { aTokensFile, startTestGateway, testEnv, uniqueName, type TestEnv, type TestGateway } from './fixtures/services.js';
 
 let env: TestEnv;
 let a: TestGateway;
@@ -63,13 +63,11 @@ test('a blank why, a blank act and an over-long cause are typed errors, recorded
 });
 
 test('acting verbs need the act scope', async () => {
-  const { writeFileSync, mkdtempSync } = await import('node:fs');
-  const { join } = await import('node:path');
-  const { tmpdir } = await import('node:os');
-  const { hashToken } = await import('../src/services/access.js');
-  const file = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens.json');
-  writeFileSync(file, JSON.stringify({ tokens: [{ name: 'reader', scopes: ['read'], sha256: hashToken('r-token') }, { name: 'ops', scopes: ['read', 'act'], sha256: hashToken('o-token') }] }));
-  const guarded = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: file });
+  const tokens = aTokensFile([
+    { name: 'reader', scopes: ['read'], token: 'r-token' },
+    { name: 'ops', scopes: ['read', 'act'], token: 'o-token' },
+  ]);
+  const guarded = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path });
   try {
     const refused = await guarded.gql(`mutation { recordHandAct(act: "x", why: "y") { __typename ... on Error { message } } }`, undefined, { authorization: 'Bearer r-token' });
     expect(refused.data.recordHandAct).toEqual({ __typename: 'ForbiddenError', message: 'reader may not run recordHandAct' });
@@ -79,6 +77,7 @@ test('acting verbs need the act scope', async () => {
     expect(call.data.call.caller).toBe('ops');
   } finally {
     await guarded.stop();
+    tokens.remove();
   }
 });
 

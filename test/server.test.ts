@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { hashToken } from '../src/services/access.js';
 import { spawnGateway } from './fixtures/child.js';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { aTokensFile, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: TestGateway;
@@ -58,24 +57,18 @@ test('a subscription over WebSocket on the same port receives each event and com
 
 describe('with MESH_TOKENS_FILE', () => {
   let tokened: TestGateway;
-  let dir: string;
+  let tokens: ReturnType<typeof aTokensFile> | undefined;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'mesh-tokens-'));
-    const file = join(dir, 'tokens.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        tokens: [
-          { name: 'dashboard', scopes: ['read'], sha256: hashToken('read-token') },
-          { name: 'operator', scopes: ['read', 'act', 'admin'], sha256: hashToken('admin-token') },
-        ],
-      }),
-    );
+    tokens = aTokensFile([
+      { name: 'dashboard', scopes: ['read'], token: 'read-token' },
+      { name: 'operator', scopes: ['read', 'act', 'admin'], token: 'admin-token' },
+    ]);
+    const file = tokens.path;
     tokened = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: file });
   });
   afterAll(async () => {
     await tokened?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    tokens?.remove();
   });
 
   test('a request without a token is refused with 401', async () => {

@@ -1,15 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../src/services/composition.js';
-import { hashToken } from '../src/services/access.js';
 import { REQUEST_BODY_LIMIT } from '../src/fanout/request-body-limit.js';
 import { publishComposition } from '../src/services/status-feed.js';
 import { aComposition, oneMachineChanged } from './fixtures/compositions.js';
-import { NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { aTokensFile, NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 
 const READER = 'Bearer reader-token-1';
 const OPERATOR = 'Bearer operator-token-2';
@@ -21,23 +17,17 @@ const STATUS = `query Status { status { seq composedAt tookMs trigger machines {
 let env: TestEnv;
 let gateway: TestGateway;
 let nc: NatsConnection;
-let dir: string;
+let tokens: ReturnType<typeof aTokensFile> | undefined;
 let seq = 0;
 let last: Composition;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'status-cache-'));
-  const tokensFile = join(dir, 'tokens.json');
-  writeFileSync(
-    tokensFile,
-    JSON.stringify({
-      tokens: [
-        { name: 'dashboard', scopes: ['read'], sha256: hashToken('reader-token-1') },
-        { name: 'operator', scopes: ['read', 'act', 'admin'], sha256: hashToken('operator-token-2') },
-        { name: 'actor', scopes: ['act'], sha256: hashToken('actor-token-3') },
-      ],
-    }),
-  );
+  tokens = aTokensFile([
+    { name: 'dashboard', scopes: ['read'], token: 'reader-token-1' },
+    { name: 'operator', scopes: ['read', 'act', 'admin'], token: 'operator-token-2' },
+    { name: 'actor', scopes: ['act'], token: 'actor-token-3' },
+  ]);
+  const tokensFile = tokens.path;
   env = await testEnv('statuscache');
   gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokensFile });
   nc = await connect({ servers: NATS_URL });
@@ -51,7 +41,7 @@ afterAll(async () => {
   await nc?.close();
   await gateway?.stop();
   await env?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  tokens?.remove();
 });
 
 async function publish(composition: Composition): Promise<Composition> {

@@ -1,19 +1,12 @@
 import { execute as executeEvent, getOperationAST, Kind, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import { WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import type { Caller } from '../context.js';
 import type { Composition, StatusFeed } from '../services/composition.js';
+import { canonical } from '../services/protocol.js';
 import { diffCompositions, type StatusDelta } from '../services/status-delta.js';
-
-/**
- * A payload this small goes out as one message built per subscriber (a copy of a few hundred
- * bytes costs less than two extra frames); a larger one is written by reference between a
- * per-subscriber prefix and suffix, as fragments of one message.
- */
-export const FRAGMENT_FROM_BYTES = 16 * 1024;
-
-const SUFFIX = Buffer.from('}');
+import { Frame, isPromise, Subscriber } from './subscriber.js';
 
 /** How one root subscription field turns compositions into the root values it executes over. */
 export interface LiveField {
@@ -23,7 +16,7 @@ export interface LiveField {
   change?(delta: StatusDelta): unknown;
 }
 
-type MaybePromise<T> = T | Promise<T>;
+export type MaybePromise<T> = T | Promise<T>;
 
 /** What a group executes with: the enveloped `execute` and every argument but the root value. */
 export interface PreparedOperation {
@@ -48,17 +41,6 @@ export interface FanoutStats {
   maxBuffered: number;
 }
 
-type PayloadKind = 'full' | 'change';
-
-const isPromise = <T>(value: MaybePromise<T>): value is Promise<T> => typeof (value as Promise<T>)?.then === 'function';
-
-/** JSON with object keys sorted, so equal variables give equal keys. */
-export function stableJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  const keys = Object.keys(value).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
-}
 
 const LIVE_EXECUTION = Symbol('a group executing one event of a live field');
 
@@ -80,173 +62,6 @@ export const liveExecutionPlugin: Plugin = {
 
 /** Who the caller is, as far as sharing goes: its name and its scopes. */
 export const accessKey = (caller: Caller): string => `${caller.name}:${[...caller.scopes].sort().join(',')}`;
-
-/** The composition one group executed, with its payloads made at most once each, when first asked for. */
-class Frame {
-  private bytes: Partial<Record<PayloadKind, Buffer>> = {};
-  private waiting: Partial<Record<PayloadKind, Subscriber[]>> = {};
-
-  constructor(
-    private readonly group: Group,
-    readonly composition: Composition,
-    /** Set when this frame can go out as a delta to a subscriber holding `delta.baseSeq`. */
-    readonly delta: StatusDelta | undefined,
-  ) {}
-
-  get seq(): number {
-    return this.composition.seq;
-  }
-
-  deliver(subscriber: Subscriber, kind: PayloadKind): void {
-    const ready = this.bytes[kind];
-    if (ready) return subscriber.write(this.seq, ready);
-    const waiting = this.waiting[kind];
-    if (waiting) {
-      waiting.push(subscriber);
-      return;
-    }
-    this.waiting[kind] = [subscriber];
-    const done = (bytes: Buffer) => {
-      this.bytes[kind] = bytes;
-      const list = this.waiting[kind] ?? [];
-      this.waiting[kind] = undefined;
-      for (const s of list) s.write(this.seq, bytes);
-    };
-    const fail = (error: unknown) => {
-      const list = this.waiting[kind] ?? [];
-      this.waiting[kind] = undefined;
-      for (const s of list) s.fail(error);
-    };
-    try {
-      const produced = this.group.produce(kind === 'change' ? this.group.field.change!(this.delta!) : this.group.field.full(this.composition));
-      if (isPromise(produced)) produced.then(done, fail);
-      else done(produced);
-    } catch (error) {
-      fail(error);
-    }
-  }
-}
-
-/**
- * One graphql-ws subscription served by a group. Holds at most one frame waiting behind the message
- * its socket is still sending; a newer frame replaces it. To graphql-ws it is the subscription's
- * async iterator: it yields nothing (the group writes to the socket) and ends when either side ends.
- */
-export class Subscriber implements AsyncIterableIterator<never> {
-  /** The seq of the composition the client holds after the last message written. */
-  lastSeq: number | undefined;
-  private busy = false;
-  private pending: Frame | undefined;
-  private closed = false;
-  private readonly prefix: Buffer;
-  private readonly ended: Promise<IteratorResult<never>>;
-  private end!: (result: IteratorResult<never>) => void;
-  private abort!: (error: unknown) => void;
-
-  constructor(
-    private readonly group: Group,
-    readonly socket: WebSocket,
-    readonly id: string,
-  ) {
-    this.prefix = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
-    this.ended = new Promise((resolve, reject) => {
-      this.end = resolve;
-      this.abort = reject;
-    });
-  }
-
-  /** Whether a frame waits behind what the socket is still sending (at most one ever does). */
-  get waiting(): boolean {
-    return this.pending !== undefined;
-  }
-
-  offer(frame: Frame): void {
-    if (this.closed) return;
-    if (this.busy) {
-      if (this.pending) this.group.engine.counters.skipped++;
-      this.pending = frame;
-      return;
-    }
-    this.start(frame);
-  }
-
-  private start(frame: Frame): void {
-    this.busy = true;
-    const asDelta = frame.delta !== undefined && this.lastSeq === frame.delta.baseSeq;
-    frame.deliver(this, asDelta ? 'change' : 'full');
-  }
-
-  /** Writes one `next` message: the shared payload by reference between this subscription's prefix and suffix. */
-  write(seq: number, payload: Buffer): void {
-    const socket = this.socket;
-    if (this.closed || socket.readyState !== WebSocket.OPEN) {
-      this.busy = false;
-      return;
-    }
-    this.lastSeq = seq;
-    this.group.engine.counters.sent++;
-    if (payload.length < FRAGMENT_FROM_BYTES) {
-      socket.send(Buffer.concat([this.prefix, payload, SUFFIX]), { binary: false }, this.sent);
-      return;
-    }
-    socket.send(this.prefix, { binary: false, fin: false });
-    socket.send(payload, { binary: false, fin: false });
-    socket.send(SUFFIX, { binary: false, fin: true }, this.sent);
-  }
-
-  private readonly sent = (error?: Error): void => {
-    this.busy = false;
-    if (error || this.closed) {
-      this.pending = undefined;
-      return;
-    }
-    const next = this.pending;
-    if (next) {
-      this.pending = undefined;
-      this.start(next);
-    }
-  };
-
-  /** Ends the subscription with an error (graphql-ws sends it as an `error` message). */
-  fail(error: unknown): void {
-    this.busy = false;
-    if (this.closed) return;
-    this.group.engine.logger.error({ err: error }, 'a shared subscription failed to execute');
-    this.leave();
-    this.abort(error);
-  }
-
-  /** Ends the subscription from the server's side (graphql-ws sends `complete`). */
-  complete(): void {
-    if (this.closed) return;
-    this.leave();
-    this.end({ done: true, value: undefined });
-  }
-
-  private leave(): void {
-    this.closed = true;
-    this.pending = undefined;
-    this.group.remove(this);
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  next(): Promise<IteratorResult<never>> {
-    return this.ended;
-  }
-
-  return(): Promise<IteratorResult<never>> {
-    this.complete();
-    return Promise.resolve({ done: true, value: undefined });
-  }
-
-  throw(error: unknown): Promise<IteratorResult<never>> {
-    this.complete();
-    return Promise.reject(error);
-  }
-}
 
 /** The subscribers of one operation for one caller: one execution and one payload per composition for all. */
 export class Group {
@@ -331,7 +146,7 @@ export class Fanout {
 
   /** The key subscribers share a group by: caller (name and scopes), operation name, variables, document text. */
   keyOf(params: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null }, caller: Caller): string {
-    return `${accessKey(caller)}\u0000${params.operationName ?? ''}\u0000${stableJson(params.variables ?? {})}\u0000${params.query}`;
+    return `${accessKey(caller)}\u0000${params.operationName ?? ''}\u0000${canonical(params.variables ?? {})}\u0000${params.query}`;
   }
 
   /** The live field an operation subscribes to, when it is a subscription of exactly one live root field. */

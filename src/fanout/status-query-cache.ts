@@ -2,7 +2,8 @@ import { getOperationAST, Kind, type DocumentNode, type ExecutionResult } from '
 import type { Plugin } from 'graphql-yoga';
 import type { Access } from '../services/access.js';
 import type { StatusFeed } from '../services/composition.js';
-import { accessKey, stableJson } from './engine.js';
+import { canonical } from '../services/protocol.js';
+import { accessKey } from './engine.js';
 
 /** Distinct (operation, variables, caller) responses kept for one composition: dashboards ask a handful. */
 export const STATUS_CACHE_ENTRIES = 64;
@@ -97,7 +98,7 @@ export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptio
       bytes = 0;
     }
     const variables = params.variables && typeof params.variables === 'object' ? params.variables : {};
-    return { key: `${accessKey(caller)}\u0000${params.operationName ?? ''}\u0000${stableJson(variables)}\u0000${query}`, seq: current.seq };
+    return { key: `${accessKey(caller)}\u0000${params.operationName ?? ''}\u0000${canonical(variables ?? null)}\u0000${query}`, seq: current.seq };
   };
 
   const respond = (fetchAPI: { Response: typeof Response }, body: Buffer, mediaType: string) =>

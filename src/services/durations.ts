@@ -88,18 +88,7 @@ export async function summarise(
   const kinds = kind ? [kind] : DURATION_KINDS;
   const from = since ?? new Date(Date.now() - config.durationRetentionDays * 86_400_000);
   const wanted = sql.join(kinds.map((k) => sql`(${k}::text, ${bounds[k]}::double precision)`));
-  const result = await sql<{
-    kind: DurationKind;
-    count: number;
-    min: number | null;
-    mean: number | null;
-    p50: number | null;
-    p90: number | null;
-    p99: number | null;
-    max: number | null;
-    bound: number;
-    exceeded: number;
-  }>`
+  const result = await sql<DurationSummary>`
     select k.kind, count(d.seconds)::int as count,
            min(d.seconds) as min, avg(d.seconds) as mean,
            percentile_cont(0.5) within group (order by d.seconds) as p50,
