@@ -277,7 +277,7 @@ export async function listHoldings(db: Db, filter: HoldingFilter = {}): Promise<
 }
 
 /** Names are ASCII letters, digits, '-' and '_': code-unit order is their order. */
-const byCode = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+export const byCode = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 interface HolderRequest {
   seat: string;
