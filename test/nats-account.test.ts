@@ -9,7 +9,9 @@ import { freshDatabase } from './fixtures/services.js';
 // The shipped config is written for the default names, and this server is the test's own.
 const CONF = fileURLToPath(new URL('../docs/nats-account.conf', import.meta.url));
 const CONTROLLER = 'mesh-controller';
-const passwords = { controller: randomBytes(12).toString('hex'), alice: randomBytes(12).toString('hex') };
+// nats-server parses a variable's value as a config value: one starting with a digit fails to parse.
+const password = () => `pw${randomBytes(12).toString('hex')}`;
+const passwords = { controller: password(), alice: password() };
 
 let server: NatsServer;
 let database: Awaited<ReturnType<typeof freshDatabase>>;
