@@ -4,7 +4,7 @@ import { builder } from '../schema/builder.js';
 import { CallRef, CallStateEnum } from '../schema/call.js';
 import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, callById, listCalls, seatNamesFor, type Call } from '../services/calls.js';
 import { NotFound } from '../services/errors.js';
-import { runVerb, verbArgs } from './verb-args.js';
+import { verbMutation } from './verb-args.js';
 
 builder.queryFields((t) => ({
   call: t.field({
@@ -43,9 +43,6 @@ builder.mutationFields((t) => ({
     type: CallRef,
     description:
       "Calls any seat's verb on `<subjects>.seat.<seat>.<verb>` after judging the arguments against the seat's row; waits timeoutMs (default 10 000, at most 60 000). Answers the call, OK or FAILED (time-out, no responders, the seat's error).",
-    authScopes: { act: true },
-    errors: {},
-    args: verbArgs(t.arg, 'callVerb'),
-    resolve: (_root, args, ctx) => runVerb<Call>(ctx, 'callVerb', args),
+    ...verbMutation(t, 'callVerb'),
   }),
 }));

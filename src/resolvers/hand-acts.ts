@@ -2,9 +2,8 @@ import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { builder } from '../schema/builder.js';
 import { ConsumerResetRef } from '../schema/consumer-reset.js';
 import { HandActRef, RepeatedCauseRef } from '../schema/hand-act.js';
-import type { ConsumerReset } from '../services/consumers.js';
 import { HAND_ACTS_PAGE_MAX, listHandActs, repeatedCauses, type HandAct } from '../services/hand-acts.js';
-import { runVerb, verbArgs } from './verb-args.js';
+import { verbMutation } from './verb-args.js';
 
 builder.queryFields((t) => ({
   handActs: t.connection(
@@ -31,19 +30,14 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   recordHandAct: t.field({
     type: HandActRef,
-    description: 'Records a repair done by hand outside the mesh, so it leaves a trace with its why.',
-    authScopes: { act: true },
-    errors: {},
-    args: verbArgs(t.arg, 'recordHandAct'),
-    resolve: (_root, args, ctx) => runVerb<HandAct>(ctx, 'recordHandAct', args),
+    description:
+      'Records a repair done by hand outside the mesh, so it leaves a trace with its why.',
+    ...verbMutation(t, 'recordHandAct'),
   }),
   resetConsumer: t.field({
     type: ConsumerResetRef,
     description:
       'Deletes a JetStream durable consumer and creates it again with its configuration, delivering from the first message of the stream, or from startSeq or startTime when given. See docs/calls.md.',
-    authScopes: { act: true },
-    errors: {},
-    args: verbArgs(t.arg, 'resetConsumer'),
-    resolve: (_root, args, ctx) => runVerb<ConsumerReset>(ctx, 'resetConsumer', args),
+    ...verbMutation(t, 'resetConsumer'),
   }),
 }));

@@ -4,7 +4,8 @@ import { invokeControllerVerb } from '../services/controller-verbs.js';
 import type { VerbArg } from '../services/protocol.js';
 import { controllerVerb } from '../services/verbs.js';
 
-type ArgBuilder = Parameters<Parameters<typeof builder.mutationFields>[0]>[0]['arg'];
+type MutationFieldBuilder = Parameters<Parameters<typeof builder.mutationFields>[0]>[0];
+type ArgBuilder = MutationFieldBuilder['arg'];
 
 const DESCRIPTIONS: Record<string, string> = {
   why: 'Why this is done, in a sentence: required, never blank. It is kept in the hand-act log.',
@@ -37,14 +38,28 @@ function argFor(arg: ArgBuilder, spec: VerbArg) {
 }
 
 /** A mutation's arguments, read from the controller's verb table: the one definition of each verb. */
-export function verbArgs(arg: ArgBuilder, verb: string) {
+function verbArgs(arg: ArgBuilder, verb: string) {
   const spec = controllerVerb(verb);
   if (!spec) throw new Error(`${verb} is not in CONTROLLER_VERBS`);
   return Object.fromEntries(spec.args.map((a) => [a.name, argFor(arg, a)])) as Record<string, ReturnType<typeof argFor>>;
 }
 
 /** Runs a controller verb through the GraphQL door: recorded as a call by the caller's token name. */
-export async function runVerb<T>(ctx: GatewayContext, verb: string, args: Record<string, unknown>): Promise<T> {
+async function runVerb<T>(ctx: GatewayContext, verb: string, args: Record<string, unknown>): Promise<T> {
   const { result } = await invokeControllerVerb<T>(ctx.mesh, { verb, args, caller: ctx.caller.name, door: 'GRAPHQL' });
   return result;
+}
+
+/**
+ * What every controller verb's mutation shares, spread into its field beside its type and
+ * description: arguments from the verb table, the `act` scope, typed errors as data, and the call
+ * recorded by `runVerb`. The answer is whatever the verb's handler returns, the field's type.
+ */
+export function verbMutation(t: MutationFieldBuilder, verb: string) {
+  return {
+    authScopes: { act: true },
+    errors: {},
+    args: verbArgs(t.arg, verb),
+    resolve: (_root: unknown, args: Record<string, unknown>, ctx: GatewayContext) => runVerb<never>(ctx, verb, args),
+  };
 }
