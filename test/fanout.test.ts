@@ -2,7 +2,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../src/services/composition.js';
 import { applyDelta } from '../src/services/status-delta.js';
-import { publishComposition } from '../src/services/status-feed.js';
+import { publishHeard, seqPastStart } from './fixtures/live.js';
 import { aComposition, everyMachineHeard, oneMachineChanged, randomNext, rng } from './fixtures/compositions.js';
 import { aTokensFile, NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 import { RawWsClient } from './fixtures/ws-client.js';
@@ -38,10 +38,7 @@ beforeAll(async () => {
   env = await testEnv('fanout');
   gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokensFile });
   nc = await connect({ servers: NATS_URL });
-  // A serving replica composes at start: let that one land so the run below is ours alone.
-  const deadline = Date.now() + 2_000;
-  while (!gateway.mesh.status.current() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  seq = (gateway.mesh.status.current()?.seq ?? 0) + 1_000;
+  seq = await seqPastStart(gateway);
 });
 
 afterAll(async () => {
@@ -66,16 +63,7 @@ async function client(authorization = READER): Promise<RawWsClient> {
   return c;
 }
 
-/** Publishes on `<subjects>.status` as the serving replica does, and waits until this replica has heard it. */
-async function publish(composition: Composition): Promise<Composition> {
-  await publishComposition(nc, gateway.mesh.subjects.status, composition);
-  const deadline = Date.now() + 10_000;
-  while ((gateway.mesh.status.current()?.seq ?? -1) < composition.seq) {
-    if (Date.now() > deadline) throw new Error(`composition ${composition.seq} never arrived`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return composition;
-}
+const publish = (composition: Composition) => publishHeard(nc, gateway, composition);
 
 const seqs = (c: RawWsClient, id: string) => c.of(id).map((m) => (m.payload.data?.status ?? m.payload.data?.statusChanges)?.seq);
 

@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../src/services/composition.js';
 import { REQUEST_BODY_LIMIT } from '../src/fanout/request-body-limit.js';
-import { publishComposition } from '../src/services/status-feed.js';
+import { publishHeard, seqPastStart } from './fixtures/live.js';
 import { aComposition, oneMachineChanged } from './fixtures/compositions.js';
 import { aTokensFile, NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 
@@ -31,9 +31,7 @@ beforeAll(async () => {
   env = await testEnv('statuscache');
   gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokensFile });
   nc = await connect({ servers: NATS_URL });
-  const deadline = Date.now() + 2_000;
-  while (!gateway.mesh.status.current() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  seq = (gateway.mesh.status.current()?.seq ?? 0) + 1_000;
+  seq = await seqPastStart(gateway);
   last = await publish(aComposition(++seq, 200));
 });
 
@@ -44,15 +42,7 @@ afterAll(async () => {
   tokens?.remove();
 });
 
-async function publish(composition: Composition): Promise<Composition> {
-  await publishComposition(nc, gateway.mesh.subjects.status, composition);
-  const deadline = Date.now() + 10_000;
-  while ((gateway.mesh.status.current()?.seq ?? -1) < composition.seq) {
-    if (Date.now() > deadline) throw new Error(`composition ${composition.seq} never arrived`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return composition;
-}
+const publish = (composition: Composition) => publishHeard(nc, gateway, composition);
 
 async function post(query: string, authorization: string, accept = 'application/json'): Promise<{ body: string; type: string | null; status: number }> {
   const response = await fetch(gateway.url, {
