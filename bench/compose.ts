@@ -9,11 +9,11 @@ import pg from 'pg';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
-import { compiledCatalogue } from '../src/services/catalogue.js';
-import { compose, COMPOSE_MIN_GAP_MS, type CompositionSources } from '../src/services/composer.js';
-import { encodeComposition } from '../src/services/status-feed.js';
-import { listHoldings, seedSeats } from '../src/services/seats.js';
-import { CONTROLLER_VERBS } from '../src/services/verbs.js';
+import { compiledCatalogue } from '../src/services/seats/catalogue.js';
+import { compose, COMPOSE_MIN_GAP_MS, type CompositionSources } from '../src/services/status/composer.js';
+import { encodeComposition } from '../src/services/status/feed.js';
+import { listHoldings, seedSeats } from '../src/services/seats/seats.js';
+import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 

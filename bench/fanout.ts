@@ -12,8 +12,8 @@ import pino from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
-import type { Composition } from '../src/services/composition.js';
-import { publishComposition } from '../src/services/status-feed.js';
+import type { Composition } from '../src/services/status/composition.js';
+import { publishComposition } from '../src/services/status/feed.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
 
 // Sizes the issue sets; every process is this file in a role, all traffic on 127.0.0.1.

@@ -4,7 +4,7 @@ import { DEFAULT_NATS_URL } from './bus/nats.js';
 import { subjectsUnder } from './bus/subjects.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
-import type { ApplyMessage } from './services/rollout.js';
+import type { ApplyMessage } from './services/plans/rollout.js';
 
 /** The simulator runs at most this many agents: enough to load a gateway, bounded so it cannot eat the machine. */
 export const SIMULATED_MACHINES_MAX = 50_000;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { recordHeartbeats } from '../src/services/machines.js';
+import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { aMachine } from './fixtures/mesh.js';
 import { ALIASES, DEFINE_SEAT, HOLD_SEAT, RENAME_SEAT, SEAT } from './fixtures/operations.js';
 import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { CONTROLLER_VERBS } from '../src/services/verbs.js';
+import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
 import { spawnGateway, type ChildGateway } from './fixtures/child.js';
 import { startNatsServer, type NatsServer } from './fixtures/nats-server.js';
 import { testEnv, type TestEnv } from './fixtures/services.js';

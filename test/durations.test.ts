@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { pruneDurations, recordDurations, summarise, type Duration } from '../src/services/durations.js';
+import { pruneDurations, recordDurations, summarise, type Duration } from '../src/services/durations/durations.js';
 import { freshStore, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 
 let store: Awaited<ReturnType<typeof freshStore>>;

@@ -1,7 +1,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
-import type { Composition } from '../src/services/composition.js';
-import { applyDelta } from '../src/services/status-delta.js';
+import type { Composition } from '../src/services/status/composition.js';
+import { applyDelta } from '../src/services/status/delta.js';
 import { publishHeard, seqPastStart } from './fixtures/live.js';
 import { aComposition, everyMachineHeard, oneMachineChanged, randomNext, rng } from './fixtures/compositions.js';
 import { aTokensFile, NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';

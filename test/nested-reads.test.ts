@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { defineSeat, holdSeat } from '../src/services/seats.js';
-import { recordHeartbeats } from '../src/services/machines.js';
+import { defineSeat, holdSeat } from '../src/services/seats/seats.js';
+import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 
 let env: TestEnv;

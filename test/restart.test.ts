@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { abandonCall, newCallId, type Call } from '../src/services/calls.js';
-import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../src/services/leases.js';
+import { abandonCall, newCallId, type Call } from '../src/services/calls/records.js';
+import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../src/services/replicas/leases.js';
 import { spawnGateway, type ChildGateway } from './fixtures/child.js';
 import { eventually } from './fixtures/live.js';
 import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';

@@ -1,9 +1,9 @@
 import type { Subscription } from '@nats-io/transport-node';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
-import { recordHeartbeats } from '../src/services/machines.js';
-import { closePlan, push } from '../src/services/plans.js';
-import type { ApplyMessage } from '../src/services/rollout.js';
-import { defineSeat } from '../src/services/seats.js';
+import { recordHeartbeats } from '../src/services/machines/machines.js';
+import { closePlan, push } from '../src/services/plans/plans.js';
+import type { ApplyMessage } from '../src/services/plans/rollout.js';
+import { defineSeat } from '../src/services/seats/seats.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 

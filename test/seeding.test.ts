@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeEach, describe, expect, test } from 'vitest';
-import { compiledCatalogue, type Catalogue } from '../src/services/catalogue.js';
-import type { Verb } from '../src/services/protocol.js';
-import { defineSeat, listSeats, renameSeat, seatByName, seedSeats } from '../src/services/seats.js';
+import { compiledCatalogue, type Catalogue } from '../src/services/seats/catalogue.js';
+import type { Verb } from '../src/services/seats/protocol.js';
+import { defineSeat, listSeats, renameSeat, seatByName, seedSeats } from '../src/services/seats/seats.js';
 import type { Store } from '../src/store/db.js';
 import { freshStore } from './fixtures/services.js';
 

@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { Composition } from '../src/services/composition.js';
-import { REQUEST_BODY_LIMIT } from '../src/fanout/request-body-limit.js';
+import type { Composition } from '../src/services/status/composition.js';
+import { REQUEST_BODY_LIMIT } from '../src/server/request-body-limit.js';
 import { publishHeard, seqPastStart } from './fixtures/live.js';
 import { aComposition, oneMachineChanged } from './fixtures/compositions.js';
 import { aTokensFile, NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';

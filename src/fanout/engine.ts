@@ -2,10 +2,10 @@ import { execute as executeEvent, getOperationAST, Kind, type DocumentNode, type
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { Caller } from '../context.js';
-import type { Composition, StatusFeed } from '../services/composition.js';
-import { canonical } from '../services/protocol.js';
-import { diffCompositions, type StatusDelta } from '../services/status-delta.js';
+import type { Caller } from '../schema/context.js';
+import type { Composition, StatusFeed } from '../services/status/composition.js';
+import { canonical } from '../services/seats/protocol.js';
+import { diffCompositions, type StatusDelta } from '../services/status/delta.js';
 import { Frame, isPromise, Subscriber } from './subscriber.js';
 
 /** How one root subscription field turns compositions into the root values it executes over. */

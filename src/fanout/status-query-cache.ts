@@ -1,8 +1,8 @@
 import { getOperationAST, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Access } from '../services/access.js';
-import type { StatusFeed } from '../services/composition.js';
-import { canonical } from '../services/protocol.js';
+import type { Access } from '../services/access/tokens.js';
+import type { StatusFeed } from '../services/status/composition.js';
+import { canonical } from '../services/seats/protocol.js';
 import { accessKey } from './engine.js';
 
 /** Distinct (operation, variables, caller) responses kept for one composition: dashboards ask a handful. */

@@ -1,6 +1,6 @@
 import { WebSocket } from 'ws';
-import type { Composition } from '../services/composition.js';
-import type { StatusDelta } from '../services/status-delta.js';
+import type { Composition } from '../services/status/composition.js';
+import type { StatusDelta } from '../services/status/delta.js';
 import type { Group, MaybePromise } from './engine.js';
 
 /**

@@ -1,8 +1,8 @@
 import DataLoader from 'dataloader';
-import type { Loaders } from '../context.js';
-import { machinesByNames } from '../services/machines.js';
+import type { Loaders } from '../schema/context.js';
+import { machinesByNames } from '../services/machines/machines.js';
 import type { Mesh } from '../services/mesh.js';
-import { aliasesOfSeats, listHoldings, seatsByNames, type Holding } from '../services/seats.js';
+import { aliasesOfSeats, listHoldings, seatsByNames, type Holding } from '../services/seats/seats.js';
 
 function groupBy(holdings: Holding[], keys: readonly string[], key: (h: Holding) => string): Holding[][] {
   const groups = new Map<string, Holding[]>(keys.map((k) => [k, []]));

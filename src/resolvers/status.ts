@@ -1,7 +1,7 @@
 import { GraphQLError } from 'graphql';
 import { builder } from '../schema/builder.js';
 import { StatusRef } from '../schema/status.js';
-import { firstComposition, followLatest } from '../services/status-feed.js';
+import { firstComposition, followLatest } from '../services/status/feed.js';
 
 /** A replica just started may not have heard a composition yet: wait this long for the first, never compose. */
 export const STATUS_FIRST_WAIT_MS = 3_000;

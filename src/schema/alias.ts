@@ -1,4 +1,4 @@
-import type { Alias } from '../services/seats.js';
+import type { Alias } from '../services/seats/seats.js';
 import { builder } from './builder.js';
 
 export const AliasRef = builder.objectRef<Alias>('Alias').implement({

@@ -1,4 +1,4 @@
-import { CALL_DOORS, CALL_STATES, type Call } from '../services/calls.js';
+import { CALL_DOORS, CALL_STATES, type Call } from '../services/calls/records.js';
 import { builder } from './builder.js';
 
 export const CallStateEnum = builder.enumType('CallState', {

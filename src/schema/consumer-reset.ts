@@ -1,4 +1,4 @@
-import type { ConsumerReset } from '../services/consumers.js';
+import type { ConsumerReset } from '../services/consumers/reset.js';
 import { builder } from './builder.js';
 
 export const ConsumerResetRef = builder.objectRef<ConsumerReset>('ConsumerReset').implement({

@@ -1,4 +1,4 @@
-import type { DurationKind, DurationSummary } from '../services/durations.js';
+import type { DurationKind, DurationSummary } from '../services/durations/durations.js';
 import { builder } from './builder.js';
 
 export const DurationKindEnum = builder.enumType('DurationKind', {

@@ -1,4 +1,4 @@
-import { Conflict, Forbidden, Invalid, NotFound, type DomainError } from '../services/errors.js';
+import { Conflict, Forbidden, Invalid, NotFound, type DomainError } from '../kernel/errors.js';
 import { builder } from './builder.js';
 
 export const ErrorInterface = builder.interfaceRef<DomainError>('Error').implement({

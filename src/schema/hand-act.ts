@@ -1,4 +1,4 @@
-import type { HandAct, RepeatedCause } from '../services/hand-acts.js';
+import type { HandAct, RepeatedCause } from '../services/hand-acts/hand-acts.js';
 import { builder } from './builder.js';
 
 export const HandActRef = builder.objectRef<HandAct>('HandAct').implement({

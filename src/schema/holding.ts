@@ -1,4 +1,4 @@
-import type { Holding } from '../services/seats.js';
+import type { Holding } from '../services/seats/seats.js';
 import { builder } from './builder.js';
 import { MachineRef } from './machine.js';
 import { SeatRef } from './seat.js';

@@ -1,4 +1,4 @@
-import { machineState, type Machine } from '../services/machines.js';
+import { machineState, type Machine } from '../services/machines/machines.js';
 import { builder } from './builder.js';
 import { HoldingRef } from './holding.js';
 

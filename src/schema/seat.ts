@@ -1,5 +1,5 @@
-import type { Seat } from '../services/seats.js';
-import type { Verb, VerbArg } from '../services/protocol.js';
+import type { Seat } from '../services/seats/seats.js';
+import type { Verb, VerbArg } from '../services/seats/protocol.js';
 import { builder } from './builder.js';
 import { HoldingRef } from './holding.js';
 

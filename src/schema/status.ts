@@ -1,4 +1,4 @@
-import type { Composition, HolderStatus, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from '../services/composition.js';
+import type { Composition, HolderStatus, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from '../services/status/composition.js';
 import { builder } from './builder.js';
 import { MachineStateEnum } from './machine.js';
 

@@ -5,12 +5,12 @@ import type { Bus } from '../bus/nats.js';
 import type { Subjects } from '../bus/subjects.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/db.js';
-import type { CallSummary } from './calls.js';
-import type { Catalogue } from './catalogue.js';
-import type { StatusFeed } from './composition.js';
+import type { CallSummary } from './calls/records.js';
+import type { Catalogue } from './seats/catalogue.js';
+import type { StatusFeed } from './status/composition.js';
 import type { MeshEvents } from './events.js';
-import type { HandAct } from './hand-acts.js';
-import type { Leases } from './leases.js';
+import type { HandAct } from './hand-acts/hand-acts.js';
+import type { Leases } from './replicas/leases.js';
 
 /** The running gateway's dependencies, handed to every service call that needs more than the store. */
 export interface Mesh {

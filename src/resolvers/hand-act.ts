@@ -1,0 +1,43 @@
+import { resolveCursorConnection } from '@pothos/plugin-relay';
+import { builder } from '../schema/builder.js';
+import { ConsumerResetRef } from '../schema/consumer-reset.js';
+import { HandActRef, RepeatedCauseRef } from '../schema/hand-act.js';
+import { HAND_ACTS_PAGE_MAX, listHandActs, repeatedCauses, type HandAct } from '../services/hand-acts/hand-acts.js';
+import { verbMutation } from './verb-mutation.js';
+
+builder.queryFields((t) => ({
+  handActs: t.connection(
+    {
+      type: HandActRef,
+      description: 'The hand-act log, newest first, from `since` and of one `cause` when given.',
+      args: { since: t.arg({ type: 'DateTime' }), cause: t.arg.string() },
+      resolve: (_root, args, ctx) =>
+        resolveCursorConnection<HandAct[]>({ args, toCursor: (act: HandAct) => act.id, defaultSize: 20, maxSize: HAND_ACTS_PAGE_MAX }, (page) =>
+          listHandActs(ctx.mesh, { since: args.since, cause: args.cause }, page),
+        ),
+    },
+    { name: 'HandActConnection', description: 'A page of hand-acts, newest first.' },
+    { name: 'HandActEdge' },
+  ),
+  repeatedCauses: t.field({
+    type: [RepeatedCauseRef],
+    description: 'Causes given to more than one hand-act since `since` (default: the last seven days), most frequent first.',
+    args: { since: t.arg({ type: 'DateTime' }) },
+    resolve: (_root, { since }, ctx) => repeatedCauses(ctx.mesh, since ?? undefined),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  recordHandAct: t.field({
+    type: HandActRef,
+    description:
+      'Records a repair done by hand outside the mesh, so it leaves a trace with its why.',
+    ...verbMutation(t, 'recordHandAct'),
+  }),
+  resetConsumer: t.field({
+    type: ConsumerResetRef,
+    description:
+      'Deletes a JetStream durable consumer and creates it again with its configuration, delivering from the first message of the stream, or from startSeq or startTime when given. See docs/calls.md.',
+    ...verbMutation(t, 'resetConsumer'),
+  }),
+}));

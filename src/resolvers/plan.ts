@@ -1,0 +1,32 @@
+import { builder } from '../schema/builder.js';
+import { PlanRef, PlanStateEnum } from '../schema/plan.js';
+import { listPlans, PLANS_LISTED_DEFAULT, PLANS_LISTED_MAX } from '../services/plans/plans.js';
+import { verbMutation } from './verb-mutation.js';
+
+builder.queryFields((t) => ({
+  plans: t.field({
+    type: [PlanRef],
+    description: `Plans newest first, of one state when given; the first ${PLANS_LISTED_DEFAULT} unless asked (at most ${PLANS_LISTED_MAX}).`,
+    args: { state: t.arg({ type: PlanStateEnum }), first: t.arg.int() },
+    resolve: (_root, args, ctx) => listPlans(ctx.mesh.db, args),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  push: t.field({
+    type: PlanRef,
+    description:
+      "Plans a build's rollout to a seat's holders: in the tiers given, else one tier per site in name order. Behind a plan not yet CLOSED it waits QUEUED.",
+    ...verbMutation(t, 'push'),
+  }),
+  stopPlan: t.field({
+    type: PlanRef,
+    description: 'Halts an OPEN plan (STOPPED).',
+    ...verbMutation(t, 'stopPlan'),
+  }),
+  closePlan: t.field({
+    type: PlanRef,
+    description: 'Ends a plan in any state (CLOSED); plans QUEUED behind it open.',
+    ...verbMutation(t, 'closePlan'),
+  }),
+}));

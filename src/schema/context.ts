@@ -1,0 +1,30 @@
+import type DataLoader from 'dataloader';
+import type { Mesh } from '../services/mesh.js';
+import type { Machine } from '../services/machines/machines.js';
+import type { Holding, Seat } from '../services/seats/seats.js';
+
+export type Scope = 'read' | 'act' | 'admin';
+
+/** Who is asking: a token's name and scopes, or `local` with every scope when no tokens are set. */
+export interface Caller {
+  name: string;
+  scopes: ReadonlySet<Scope>;
+}
+
+/** Per-request loaders: each seat, machine and holding list is fetched once per request. */
+export interface Loaders {
+  seat: DataLoader<string, Seat | undefined>;
+  machine: DataLoader<string, Machine | undefined>;
+  holdingsBySeat: DataLoader<string, Holding[]>;
+  holdingsByMachine: DataLoader<string, Holding[]>;
+  aliasesBySeat: DataLoader<string, string[]>;
+}
+
+/** What every resolver sees: the mesh's services, the caller, this request's loaders, its instant. */
+export interface GatewayContext {
+  mesh: Mesh;
+  caller: Caller;
+  loaders: Loaders;
+  /** The request's instant, so every state judged in one response is judged at one time. */
+  now: Date;
+}

@@ -1,0 +1,178 @@
+import type { IncomingMessage } from 'node:http';
+import { getOperationAST, getVariableValues, GraphQLError, type ExecutionArgs } from 'graphql';
+import { CloseCode, handleProtocols, makeServer, type Context as WsContext } from 'graphql-ws';
+import type { YogaServerInstance } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import { WebSocket, type WebSocketServer } from 'ws';
+import type { Caller, GatewayContext } from '../schema/context.js';
+import type { Access } from '../services/access/tokens.js';
+import { markLiveContext, type Fanout, type Group, type PreparedOperation } from '../fanout/engine.js';
+
+/** How often each socket is pinged; one that has not answered the previous ping by then is ended. */
+export const KEEP_ALIVE_MS = 12_000;
+
+type WsExtra = {
+  socket: WebSocket;
+  request: IncomingMessage;
+  caller?: Caller;
+};
+
+export interface GraphqlWsOptions {
+  wss: WebSocketServer;
+  yoga: YogaServerInstance<Record<string, unknown>, GatewayContext>;
+  access: Access;
+  logger: Logger;
+  /** Serves the live status subscriptions; without it every subscription is executed per subscriber. */
+  fanout?: Fanout;
+  keepAliveMs?: number;
+}
+
+type Roots = { execute(args: ExecutionArgs): unknown; subscribe(args: ExecutionArgs): unknown };
+
+const reasonOf = (error: unknown) => {
+  const reason = error instanceof Error ? error.message : String(error);
+  return reason.length < 124 ? reason : 'Internal server error';
+};
+
+/**
+ * graphql-ws (its `makeServer`, on sockets of `ws`) at the Yoga endpoint. `connection_init` must
+ * carry a token the access file knows (refused: close 4403). Every operation goes through Yoga's
+ * envelop (auth, context, limits, masking); a subscription of a live status field joins the
+ * fanout's group for its operation and caller instead of being executed for this subscriber alone.
+ */
+export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): { dispose(): Promise<void> } {
+  const server = makeServer<Record<string, unknown>, WsExtra>({
+    execute: (args) => (args.rootValue as Roots).execute(args) as never,
+    subscribe: (args) => (args.rootValue as Roots).subscribe(args) as never,
+    onConnect: (ctx: WsContext<Record<string, unknown>, WsExtra>) => {
+      const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
+      try {
+        ctx.extra.caller = access.callerFor(typeof authorization === 'string' ? authorization : undefined);
+        return true;
+      } catch {
+        return false; // graphql-ws closes the socket with 4403 Forbidden
+      }
+    },
+    onSubscribe: async (ctx, id, params) => {
+      const caller = ctx.extra.caller as Caller;
+      const socket = ctx.extra.socket;
+      const key = fanout?.keyOf(params, caller);
+      const existing = key === undefined ? undefined : fanout?.group(key);
+      if (existing) return joinArgs(existing, socket, id, params.operationName);
+
+      const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+        ...ctx,
+        req: ctx.extra.request,
+        socket,
+        params,
+        caller,
+      });
+      let document;
+      try {
+        document = parse(params.query);
+      } catch (error) {
+        return [error instanceof GraphQLError ? error : new GraphQLError(String(error))];
+      }
+      const errors = validate(schema, document);
+      if (errors.length) return errors;
+
+      const field = fanout?.liveField(document, params.operationName);
+      if (fanout && key !== undefined && field) {
+        // Variables are judged once here: a group's executions must not each fail on them.
+        const definitions = getOperationAST(document, params.operationName)?.variableDefinitions ?? [];
+        const coerced = getVariableValues(schema, definitions, params.variables ?? {});
+        if (coerced.errors) return coerced.errors;
+        // A group outlives the subscriber that made it: its context holds no socket or request.
+        const shared = yoga.getEnveloped({ params, caller });
+        const operation: PreparedOperation = {
+          execute: shared.execute as PreparedOperation['execute'],
+          args: {
+            schema: shared.schema,
+            document,
+            contextValue: markLiveContext(await shared.contextFactory()),
+            variableValues: params.variables,
+            operationName: params.operationName,
+          },
+        };
+        return joinArgs(fanout.open(key, field, operation), socket, id, params.operationName);
+      }
+      return {
+        schema,
+        operationName: params.operationName,
+        document,
+        variableValues: params.variables,
+        contextValue: await contextFactory(),
+        rootValue: { execute, subscribe } satisfies Roots,
+      };
+    },
+  });
+
+  // graphql-ws subscribes with these arguments; the subscriber joins its group then.
+  function joinArgs(group: Group, socket: WebSocket, id: string, operationName?: string | null): ExecutionArgs {
+    const roots: Roots = {
+      execute: () => {
+        throw new Error('a live field is a subscription');
+      },
+      subscribe: () => group.join(socket, id),
+    };
+    return { schema: group.schema, document: group.document, operationName, rootValue: roots };
+  }
+
+  wss.options.handleProtocols = handleProtocols;
+  const alive = new WeakSet<WebSocket>();
+
+  wss.on('connection', (socket, request) => {
+    alive.add(socket);
+    socket.on('pong', () => alive.add(socket));
+    socket.once('error', (error) => {
+      logger.warn({ err: error }, 'a WebSocket failed');
+      socket.close(CloseCode.InternalServerError, reasonOf(error));
+    });
+    const closed = server.opened(
+      {
+        protocol: socket.protocol,
+        send: (data) =>
+          new Promise<void>((resolve, reject) => {
+            if (socket.readyState !== WebSocket.OPEN) return resolve();
+            socket.send(data, (err) => (err ? reject(err) : resolve()));
+          }),
+        close: (code, reason) => socket.close(code, reason),
+        onMessage: (cb) =>
+          socket.on('message', async (data) => {
+            try {
+              await cb(String(data));
+            } catch (error) {
+              logger.error({ err: error }, 'handling a graphql-ws message failed');
+              socket.close(CloseCode.InternalServerError, reasonOf(error));
+            }
+          }),
+      },
+      { socket, request },
+    );
+    socket.once('close', (code, reason) => {
+      void closed(code, String(reason));
+    });
+  });
+
+  // One timer for every socket rather than one per socket: idle subscribers stay small.
+  const keepAlive = setInterval(() => {
+    for (const socket of wss.clients) {
+      if (socket.readyState !== WebSocket.OPEN) continue;
+      if (!alive.has(socket)) {
+        socket.terminate();
+        continue;
+      }
+      alive.delete(socket);
+      socket.ping();
+    }
+  }, keepAliveMs);
+  keepAlive.unref();
+
+  return {
+    async dispose() {
+      clearInterval(keepAlive);
+      fanout?.close();
+      for (const client of wss.clients) client.close(1001, 'the gateway is stopping');
+    },
+  };
+}

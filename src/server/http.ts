@@ -1,0 +1,156 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { GraphQLError, type FieldNode, type GraphQLSchema, type ValidationContext } from 'graphql';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import type { Caller, GatewayContext } from '../schema/context.js';
+import { Fanout, liveExecutionPlugin } from '../fanout/engine.js';
+import { serveGraphqlWs } from './graphql-ws.js';
+import { LIVE_STATUS_FIELDS, STATUS_QUERY_FIELDS } from '../fanout/status-fields.js';
+import { useRequestBodyLimit } from './request-body-limit.js';
+import { statusQueryCache, type StatusQueryCache } from '../fanout/status-query-cache.js';
+import { createLoaders } from '../resolvers/loaders.js';
+import type { Access } from '../services/access/tokens.js';
+import { DomainError } from '../kernel/errors.js';
+import type { Mesh } from '../services/mesh.js';
+
+/** Limits on what one operation may ask, so no query however deep or wide takes the process down. */
+export const QUERY_LIMITS = { depth: 12, aliases: 30, tokens: 5_000, cost: 50_000, directives: 50 };
+
+export interface ServerOptions {
+  schema: GraphQLSchema;
+  mesh: Mesh;
+  access: Access;
+  logger: Logger;
+  /** Extra envelop plugins (status caching comes this way). */
+  plugins?: Plugin[];
+}
+
+export interface HttpApp {
+  yoga: YogaServerInstance<Record<string, unknown>, GatewayContext>;
+  server: Server;
+  wss: WebSocketServer;
+  /** Serves live status subscriptions over graphql-ws, once per operation and caller (absent without a status feed). */
+  fanout?: Fanout;
+  /** Keeps `status` query responses per composition (absent without a status feed). */
+  statusCache?: StatusQueryCache;
+  start(host: string, port: number): Promise<string>;
+  stop(): Promise<void>;
+}
+
+function forbidden(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'FORBIDDEN', http: { status: 401 } } });
+}
+
+/**
+ * Yoga on node:http with graphql-ws on the same port and path. HTTP, SSE and WebSocket share one
+ * envelop (auth, context, limits, masking), as graphql-yoga's graphql-ws example lays it out.
+ */
+export function buildHttpApp(options: ServerOptions): HttpApp {
+  const { mesh, access, logger } = options;
+
+  const callerFor = (authorization: string | null | undefined): Caller => {
+    try {
+      return access.callerFor(authorization);
+    } catch (error) {
+      throw forbidden((error as Error).message);
+    }
+  };
+
+  const fanout = mesh.status ? new Fanout({ feed: mesh.status, fields: LIVE_STATUS_FIELDS, logger }) : undefined;
+  const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
+  const yoga = createYoga<Record<string, unknown>, GatewayContext>({
+    schema: options.schema,
+    graphqlEndpoint: '/graphql',
+    landingPage: false,
+    // Bounded by useRequestBodyLimit below, at the same size, without a counting stream per POST.
+    maxRequestBodySize: false,
+    graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS' },
+    logging: {
+      debug: (...args) => logger.debug(args.length > 1 ? { args } : args[0]),
+      info: (...args) => logger.info(args.length > 1 ? { args } : args[0]),
+      warn: (...args) => logger.warn(args.length > 1 ? { args } : args[0]),
+      error: (...args) => logger.error(args.length > 1 ? { args } : args[0]),
+    },
+    maskedErrors: {
+      maskError(error, message) {
+        const original = error instanceof GraphQLError ? error.originalError : error;
+        if (original instanceof DomainError) {
+          return new GraphQLError(original.message, { extensions: { code: original.code } });
+        }
+        if (error instanceof GraphQLError && !error.originalError) return error;
+        if (original instanceof GraphQLError) return original;
+        logger.error({ err: original }, 'unexpected error in a resolver');
+        return new GraphQLError(message, { extensions: { code: 'INTERNAL' } });
+      },
+    },
+    context: ({ request, caller }: { request?: Request; caller?: Caller }) => ({
+      mesh,
+      caller: caller ?? callerFor(request?.headers.get('authorization')),
+      loaders: createLoaders(mesh),
+      now: new Date(),
+    }),
+    plugins: [
+      EnvelopArmorPlugin({
+        maxDepth: { n: QUERY_LIMITS.depth },
+        maxAliases: { n: QUERY_LIMITS.aliases },
+        maxTokens: { n: QUERY_LIMITS.tokens },
+        costLimit: { maxCost: QUERY_LIMITS.cost },
+        maxDirectives: { n: QUERY_LIMITS.directives },
+        blockFieldSuggestion: { enabled: mesh.config.production },
+      }),
+      ...(mesh.config.introspection ? [] : [disableIntrospection()]),
+      ...(options.plugins ?? []),
+      ...(fanout ? [liveExecutionPlugin] : []),
+      ...(statusCache ? [statusCache.plugin] : []),
+      useRequestBodyLimit(),
+    ],
+  });
+
+  const server = createServer(yoga);
+  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: 1 << 20 });
+
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout });
+
+  return {
+    yoga,
+    server,
+    wss,
+    fanout,
+    statusCache,
+    start: (host, port) =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          const { address, port: bound } = server.address() as AddressInfo;
+          resolve(`http://${address.includes(':') ? `[${address}]` : address}:${bound}/graphql`);
+        });
+      }),
+    async stop() {
+      await wsServer.dispose();
+      for (const client of wss.clients) client.close(1001, 'the gateway is stopping');
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      server.closeIdleConnections();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      });
+    },
+  };
+}
+
+function disableIntrospection(): Plugin {
+  return {
+    onValidate({ addValidationRule }) {
+      addValidationRule((context: ValidationContext) => ({
+        Field(node: FieldNode) {
+          if (node.name.value === '__schema' || node.name.value === '__type') {
+            context.reportError(new GraphQLError('introspection is turned off on this gateway', { nodes: [node] }));
+          }
+        },
+      }));
+    },
+  };
+}

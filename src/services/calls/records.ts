@@ -1,0 +1,283 @@
+import { randomBytes } from 'node:crypto';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { KvEntry } from '@nats-io/kv';
+import type { Logger } from 'pino';
+import { CALLS_KEPT, CALLS_KEPT_FOR_MS, type Buckets } from '../../bus/buckets.js';
+import { KvView } from '../../bus/kv-view.js';
+import type { Store } from '../../store/db.js';
+import { Invalid, NotFound } from '../../kernel/errors.js';
+import type { Mesh } from '../mesh.js';
+import { aliasesOfSeats, resolveSeatName } from '../seats/seats.js';
+
+/** A call's answer is kept up to this many bytes of JSON: enough to read, small enough that 1000 fit in memory. */
+export const ANSWER_BOUND = 64 * 1024;
+/** A call's arguments are kept up to the same bound, so one entry stays far below NATS's 1 MiB payload. */
+export const ARGS_BOUND = 64 * 1024;
+/** A page of calls holds at most this many: each may carry 64 KiB of answer. */
+export const CALLS_PAGE_MAX = 100;
+export const CALLS_PAGE_DEFAULT = 20;
+
+export const CALL_STATES = ['RUNNING', 'OK', 'FAILED', 'ABANDONED'] as const;
+export type CallState = (typeof CALL_STATES)[number];
+export const CALL_DOORS = ['GRAPHQL', 'NATS'] as const;
+export type CallDoor = (typeof CALL_DOORS)[number];
+
+/** What the calls functions need of the mesh: its buckets, this replica's views and its name. */
+export type CallsMesh = Pick<Mesh, 'buckets' | 'views' | 'config'>;
+
+export interface CallError {
+  code: string;
+  message: string;
+}
+
+/** One verb invocation, as the calls bucket keeps it under its id. */
+export interface Call {
+  id: string;
+  seat: string;
+  verb: string;
+  /** The arguments; when their JSON is over ARGS_BOUND, that JSON cut there, as a string. */
+  args: unknown;
+  argsTruncated: boolean;
+  caller: string;
+  door: CallDoor;
+  state: CallState;
+  startedAt: string;
+  endedAt: string | null;
+  /** The answer as JSON text, cut at ANSWER_BOUND bytes when longer. */
+  answer: string | null;
+  answerTruncated: boolean;
+  /** The full answer's size in bytes, kept even when the answer is cut. */
+  answerBytes: number | null;
+  error: CallError | null;
+  /** The replica that ran it: its lease says whether it is still alive. */
+  replica: string;
+}
+
+/** What a replica keeps of each call in memory to list and count them: all but the bulky parts. */
+export type CallSummary = Omit<Call, 'args' | 'answer'>;
+
+export interface NewCall {
+  seat: string;
+  verb: string;
+  args: unknown;
+  caller: string;
+  door: CallDoor;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Cuts text to at most `bound` UTF-8 bytes on a character boundary; says whether it cut and the full size. */
+export function boundText(text: string, bound: number): { text: string; truncated: boolean; bytes: number } {
+  const bytes = encoder.encode(text);
+  if (bytes.length <= bound) return { text, truncated: false, bytes: bytes.length };
+  let end = bound;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return { text: decoder.decode(bytes.subarray(0, end)), truncated: true, bytes: bytes.length };
+}
+
+/** Ids sort by start time (base-36 milliseconds, then randomness), so the newest id is the greatest. */
+export function newCallId(now = Date.now()): string {
+  return `${now.toString(36).padStart(9, '0')}${randomBytes(5).toString('hex')}`;
+}
+
+const CALL_ID = /^[0-9a-z]{19}$/;
+
+function decodeCall(entry: KvEntry): Call | undefined {
+  try {
+    const call = entry.json<Call>();
+    return call && typeof call.id === 'string' && (CALL_STATES as readonly string[]).includes(call.state) ? call : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const summary = ({ args: _args, answer: _answer, ...rest }: Call): CallSummary => rest;
+
+/** Starts this replica's view of the calls bucket, mirroring its limits. */
+export function startCallView(buckets: Buckets, jsm: JetStreamManager, logger?: Logger): Promise<KvView<CallSummary>> {
+  return KvView.start(buckets.calls, buckets.names.calls, jsm, {
+    decode: (entry) => {
+      const call = decodeCall(entry);
+      return call && summary(call);
+    },
+    limits: { maxEntries: CALLS_KEPT, maxAgeMs: CALLS_KEPT_FOR_MS },
+    logger,
+  });
+}
+
+async function write(mesh: CallsMesh, call: Call): Promise<Call> {
+  const revision = await mesh.buckets.calls.put(call.id, JSON.stringify(call));
+  mesh.views.calls.apply(call.id, summary(call), revision);
+  return call;
+}
+
+function keptArgs(args: unknown): { args: unknown; argsTruncated: boolean } {
+  const text = JSON.stringify(args ?? {});
+  const bounded = boundText(text, ARGS_BOUND);
+  return bounded.truncated ? { args: bounded.text, argsTruncated: true } : { args: args ?? {}, argsTruncated: false };
+}
+
+function fresh(mesh: CallsMesh, call: NewCall, state: CallState): Call {
+  const now = Date.now();
+  return {
+    id: newCallId(now),
+    seat: call.seat,
+    verb: call.verb,
+    ...keptArgs(call.args),
+    caller: call.caller,
+    door: call.door,
+    state,
+    startedAt: new Date(now).toISOString(),
+    endedAt: null,
+    answer: null,
+    answerTruncated: false,
+    answerBytes: null,
+    error: null,
+    replica: mesh.config.replica,
+  };
+}
+
+const recorded = new WeakMap<object, string>();
+
+/** Remembers the call an error was recorded on, so the door answering it can name that call. */
+export function markRecorded(error: unknown, callId: string): void {
+  if (error && typeof error === 'object') recorded.set(error, callId);
+}
+
+/** The id of the call an error was recorded on, when it was. */
+export const recordedCallOf = (error: unknown): string | undefined => (error && typeof error === 'object' ? recorded.get(error) : undefined);
+
+/** Writes a call RUNNING before its work starts; the work must not begin until this resolves. */
+export function startCall(mesh: CallsMesh, call: NewCall): Promise<Call> {
+  return write(mesh, fresh(mesh, call, 'RUNNING'));
+}
+
+/** Records a call refused before any work (bad arguments, unknown verb): FAILED at once, with why. */
+export function refuseCall(mesh: CallsMesh, call: NewCall, error: CallError): Promise<Call> {
+  const refused = fresh(mesh, call, 'FAILED');
+  return write(mesh, { ...refused, endedAt: refused.startedAt, error });
+}
+
+/** Ends a call OK with its answer (JSON, bounded to ANSWER_BOUND, its full size kept). */
+export function finishCall(mesh: CallsMesh, call: Call, answer: unknown): Promise<Call> {
+  const text = answer === undefined ? 'null' : JSON.stringify(answer);
+  return finishCallWithText(mesh, call, text);
+}
+
+/** Ends a call OK with an answer already in JSON text. */
+export function finishCallWithText(mesh: CallsMesh, call: Call, text: string): Promise<Call> {
+  const bounded = boundText(text, ANSWER_BOUND);
+  return write(mesh, {
+    ...call,
+    state: 'OK',
+    endedAt: new Date().toISOString(),
+    answer: bounded.text,
+    answerTruncated: bounded.truncated,
+    answerBytes: bounded.bytes,
+  });
+}
+
+/** Ends a call FAILED with its error, and the answer text when there was one. */
+export function failCall(mesh: CallsMesh, call: Call, error: CallError, answerText?: string): Promise<Call> {
+  const bounded = answerText === undefined ? undefined : boundText(answerText, ANSWER_BOUND);
+  return write(mesh, {
+    ...call,
+    state: 'FAILED',
+    endedAt: new Date().toISOString(),
+    error,
+    ...(bounded && { answer: bounded.text, answerTruncated: bounded.truncated, answerBytes: bounded.bytes }),
+  });
+}
+
+/** The call with that id, read from the bucket (not the view), with its revision; undefined when absent. */
+export async function readCall(mesh: CallsMesh, id: string): Promise<{ call: Call; revision: number } | undefined> {
+  if (!CALL_ID.test(id)) return undefined;
+  const entry = await mesh.buckets.calls.get(id);
+  if (!entry || entry.operation !== 'PUT') return undefined;
+  const call = decodeCall(entry);
+  return call && { call, revision: entry.revision };
+}
+
+/** The call with that id, across restarts of any replica; NotFound when the bucket has none (or no longer). */
+export async function callById(mesh: CallsMesh, id: string): Promise<Call> {
+  if (typeof id !== 'string' || !CALL_ID.test(id)) throw new Invalid(`call id ${JSON.stringify(String(id).slice(0, 60))} is malformed: 19 letters and digits`, 'id');
+  const found = await readCall(mesh, id);
+  if (!found) throw new NotFound('call', id);
+  return found.call;
+}
+
+export interface CallFilter {
+  /** A seat's name; with `seats`, any of those names (a seat and its aliases). */
+  seat?: string | null;
+  seats?: readonly string[];
+  state?: CallState | null;
+  caller?: string | null;
+}
+
+/**
+ * The names a seat filter matches: the name asked, the seat it resolves to and that seat's aliases,
+ * so calls recorded before a rename are found under the new name and the old.
+ */
+export async function seatNamesFor(db: Store, name: string): Promise<string[]> {
+  const canonical = await resolveSeatName(db, name);
+  if (!canonical) return [name];
+  const [aliases] = await aliasesOfSeats(db, [canonical]);
+  return [...new Set([name, canonical, ...(aliases ?? [])])];
+}
+
+/** The summaries of the calls kept, newest first, filtered; from this replica's view. */
+export function callSummaries(mesh: CallsMesh, filter: CallFilter = {}): CallSummary[] {
+  return mesh.views.calls
+    .values()
+    .map((e) => e.value)
+    .filter((c) => (filter.seats ? filter.seats.includes(c.seat) : !filter.seat || c.seat === filter.seat) && (!filter.state || c.state === filter.state) && (!filter.caller || c.caller === filter.caller))
+    .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+}
+
+/** A cursor page over a newest-first list: ids are cursors; `inverted` takes from the oldest end (relay `last`). */
+export interface PageRequest {
+  after?: string | null;
+  before?: string | null;
+  limit: number;
+  inverted?: boolean;
+}
+
+/** Applies a page request to items sorted newest first by id. */
+export function pageOf<T extends { id: string }>(items: T[], page: PageRequest): T[] {
+  const { after, before } = page;
+  const within = items.filter((c) => (!after || c.id < after) && (!before || c.id > before));
+  return (page.inverted ? within.reverse() : within).slice(0, Math.max(0, page.limit));
+}
+
+/**
+ * A page of calls, newest first, each read whole from the bucket; older than `after` (a call id)
+ * when given. The caller bounds `limit` (CALLS_PAGE_MAX).
+ */
+export async function listCalls(mesh: CallsMesh, filter: CallFilter, page: PageRequest): Promise<Call[]> {
+  if (page.limit > CALLS_PAGE_MAX + 1) throw new Invalid(`at most ${CALLS_PAGE_MAX} calls a page`, 'first');
+  const wanted = pageOf(callSummaries(mesh, filter), page);
+  const read = await Promise.all(wanted.map((c) => readCall(mesh, c.id)));
+  return read.flatMap((r) => (r ? [r.call] : []));
+}
+
+/** How many calls are RUNNING, on any replica, as this replica's view has them. */
+export const countRunningCalls = (mesh: CallsMesh): number => mesh.views.calls.values().filter((e) => e.value.state === 'RUNNING').length;
+
+/**
+ * Marks a RUNNING call ABANDONED with compare-and-set on the revision it was read at, so two
+ * replicas starting at once cannot both write it, and a call that just finished is left alone.
+ * True when this replica marked it.
+ */
+export async function abandonCall(mesh: CallsMesh, id: string, revision: number, reason: string): Promise<boolean> {
+  const found = await readCall(mesh, id);
+  if (!found || found.revision !== revision || found.call.state !== 'RUNNING') return false;
+  const call: Call = { ...found.call, state: 'ABANDONED', endedAt: new Date().toISOString(), error: { code: 'ABANDONED', message: reason } };
+  try {
+    const next = await mesh.buckets.calls.update(id, JSON.stringify(call), revision);
+    mesh.views.calls.apply(id, summary(call), next);
+    return true;
+  } catch {
+    return false;
+  }
+}

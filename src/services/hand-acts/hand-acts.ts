@@ -1,0 +1,145 @@
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import { HAND_ACTS_KEPT, type Buckets } from '../../bus/buckets.js';
+import { KvView } from '../../bus/kv-view.js';
+import { newCallId, pageOf, type PageRequest } from '../calls/records.js';
+import { Invalid } from '../../kernel/errors.js';
+import type { Mesh } from '../mesh.js';
+
+/** A why, cause or condition is a sentence or a paragraph, not a document: bounded so the log stays readable. */
+export const HAND_ACT_TEXT_MAX = 4000;
+/** An act or a target is a short label. */
+export const HAND_ACT_LABEL_MAX = 200;
+/** "This week" for status and the default window of repeatedCauses: the last seven days. */
+export const HAND_ACT_WEEK_MS = 7 * 24 * 3600 * 1000;
+export const HAND_ACTS_PAGE_MAX = 500;
+
+/** One act done by hand or by an acting verb, with its why: the mesh's audit log. */
+export interface HandAct {
+  id: string;
+  at: string;
+  actor: string;
+  act: string;
+  target: string | null;
+  why: string;
+  cause: string | null;
+  condition: string | null;
+  /** The call that did it, when it was done through a verb. */
+  callId: string | null;
+}
+
+export interface RepeatedCause {
+  cause: string;
+  count: number;
+  firstAt: string;
+  lastAt: string;
+}
+
+/** Why an act was done: what every acting verb requires. Throws Invalid when absent or blank. */
+export function checkWhy(why: unknown): string {
+  if (typeof why !== 'string' || why.trim() === '') throw new Invalid('why is required: say why this is done, in a sentence', 'why');
+  return text(why, 'why', HAND_ACT_TEXT_MAX)!;
+}
+
+function text(value: unknown, field: string, max: number): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw new Invalid(`${field} must be a string`, field);
+  const trimmed = value.trim();
+  if (trimmed.length > max) throw new Invalid(`${field} is ${trimmed.length} characters; at most ${max}`, field);
+  return trimmed === '' ? null : trimmed;
+}
+
+/** Reads and checks the three things every acting verb takes; Invalid names the first wrong one. */
+export function checkActing(args: { why?: unknown; cause?: unknown; condition?: unknown }): { why: string; cause: string | null; condition: string | null } {
+  return { why: checkWhy(args.why), cause: text(args.cause, 'cause', HAND_ACT_LABEL_MAX), condition: text(args.condition, 'condition', HAND_ACT_TEXT_MAX) };
+}
+
+export interface NewHandAct {
+  actor: string;
+  act: string;
+  target?: string | null;
+  why: string;
+  cause?: string | null;
+  condition?: string | null;
+  callId?: string | null;
+}
+
+/** Starts this replica's view of the hand-act log. */
+export function startHandActView(buckets: Buckets, jsm: JetStreamManager, logger?: Logger): Promise<KvView<HandAct>> {
+  return KvView.start(buckets.handActs, buckets.names.handActs, jsm, {
+    decode: (entry) => {
+      try {
+        const act = entry.json<HandAct>();
+        return act && typeof act.id === 'string' && typeof act.at === 'string' ? act : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    limits: { maxEntries: HAND_ACTS_KEPT },
+    logger,
+  });
+}
+
+/** Appends a hand-act (never overwrites one); Invalid when why is blank or a field is too long. */
+export async function appendHandAct(mesh: Mesh, input: NewHandAct): Promise<HandAct> {
+  const acting = checkActing(input);
+  const act = text(input.act, 'act', HAND_ACT_LABEL_MAX);
+  if (!act) throw new Invalid('act is required: name what was done', 'act');
+  const now = Date.now();
+  const record: HandAct = {
+    id: newCallId(now),
+    at: new Date(now).toISOString(),
+    actor: input.actor,
+    act,
+    target: text(input.target, 'target', HAND_ACT_LABEL_MAX),
+    ...acting,
+    callId: input.callId ?? null,
+  };
+  const revision = await mesh.buckets.handActs.create(record.id, JSON.stringify(record));
+  mesh.views.handActs.apply(record.id, record, revision);
+  return record;
+}
+
+export interface HandActFilter {
+  since?: Date | null;
+  cause?: string | null;
+}
+
+function within(mesh: Mesh, filter: HandActFilter): HandAct[] {
+  const since = filter.since?.toISOString();
+  return mesh.views.handActs
+    .values()
+    .map((e) => e.value)
+    .filter((a) => (!since || a.at >= since) && (!filter.cause || a.cause === filter.cause))
+    .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+}
+
+/** Hand-acts newest first, at or after `since`, of one cause when given; paged by id. */
+export function listHandActs(mesh: Mesh, filter: HandActFilter, page: PageRequest): HandAct[] {
+  if (page.limit > HAND_ACTS_PAGE_MAX + 1) throw new Invalid(`at most ${HAND_ACTS_PAGE_MAX} hand-acts a page`, 'first');
+  return pageOf(within(mesh, filter), page);
+}
+
+/**
+ * The causes given more than once since `since` (default: the last seven days), most frequent
+ * first, with when each was first and last seen.
+ */
+export function repeatedCauses(mesh: Mesh, since: Date = new Date(Date.now() - HAND_ACT_WEEK_MS)): RepeatedCause[] {
+  const byCause = new Map<string, RepeatedCause>();
+  for (const act of within(mesh, { since })) {
+    if (!act.cause) continue;
+    const seen = byCause.get(act.cause);
+    if (!seen) byCause.set(act.cause, { cause: act.cause, count: 1, firstAt: act.at, lastAt: act.at });
+    else {
+      seen.count++;
+      if (act.at < seen.firstAt) seen.firstAt = act.at;
+      if (act.at > seen.lastAt) seen.lastAt = act.at;
+    }
+  }
+  return [...byCause.values()]
+    .filter((c) => c.count > 1)
+    .sort((a, b) => b.count - a.count || (a.lastAt < b.lastAt ? 1 : -1));
+}
+
+/** How many hand-acts the last seven days hold (status shows it). */
+export const countHandActsThisWeek = (mesh: Mesh, now = Date.now()): number => within(mesh, { since: new Date(now - HAND_ACT_WEEK_MS) }).length;

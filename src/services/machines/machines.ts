@@ -1,0 +1,149 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../../store/tables.js';
+import { checkName } from '../../kernel/names.js';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+export type MachineState = 'UP' | 'LATE' | 'SILENT';
+
+/** A machine is LATE past 1.5 expected heartbeat intervals, SILENT past 6. */
+export const LATE_AFTER_INTERVALS = 1.5;
+export const SILENT_AFTER_INTERVALS = 6;
+
+export interface Machine {
+  name: string;
+  site: string | null;
+  firstHeardAt: Date;
+  lastHeardAt: Date;
+  heartbeats: number;
+  /** The modules running on it, by name. */
+  modules: string[];
+}
+
+/** UP, LATE or SILENT by the age of the last heartbeat against the expected interval. */
+export function machineState(lastHeardAt: Date, now: Date, heartbeatSeconds: number): MachineState {
+  const age = (now.getTime() - lastHeardAt.getTime()) / 1000;
+  if (age > SILENT_AFTER_INTERVALS * heartbeatSeconds) return 'SILENT';
+  if (age > LATE_AFTER_INTERVALS * heartbeatSeconds) return 'LATE';
+  return 'UP';
+}
+
+function machineQuery(db: Db) {
+  return db
+    .selectFrom('machine as m')
+    .select(['m.name', 'm.site', 'm.first_heard_at', 'm.last_heard_at', 'm.heartbeats'])
+    .select(
+      sql<string[]>`coalesce((select json_agg(a.module order by a.module) from assignment a where a.machine = m.name and a.running), '[]'::json)`.as(
+        'modules',
+      ),
+    );
+}
+
+type MachineRow = Awaited<ReturnType<ReturnType<typeof machineQuery>['execute']>>[number];
+
+const toMachine = (row: MachineRow): Machine => ({
+  name: row.name,
+  site: row.site,
+  firstHeardAt: new Date(row.first_heard_at),
+  lastHeardAt: new Date(row.last_heard_at),
+  heartbeats: Number(row.heartbeats),
+  modules: typeof row.modules === 'string' ? JSON.parse(row.modules) : row.modules,
+});
+
+/** Every machine, by name. One statement. */
+export async function listMachines(db: Db): Promise<Machine[]> {
+  return (await machineQuery(db).orderBy('m.name').execute()).map(toMachine);
+}
+
+/** The machines named, in the order asked; undefined where none has that name. One statement. */
+export async function machinesByNames(db: Db, names: readonly string[]): Promise<(Machine | undefined)[]> {
+  if (names.length === 0) return [];
+  const rows = await machineQuery(db).where('m.name', 'in', [...new Set(names)]).execute();
+  const byName = new Map(rows.map((row) => [row.name, toMachine(row)]));
+  return names.map((name) => byName.get(name));
+}
+
+/** One heartbeat as heard: the machine, its site, the modules it runs and what each claims. */
+export interface Heartbeat {
+  machine: string;
+  site?: string | null;
+  modules: string[];
+  /** The seats each module's manifest claims, by module. */
+  claims?: Record<string, string[]>;
+  at: Date;
+}
+
+export interface HeartbeatRecorded {
+  machine: string;
+  /** When the one before was heard; undefined for a machine heard the first time. */
+  previousAt: Date | undefined;
+  at: Date;
+}
+
+/**
+ * Records heartbeats in one transaction: upserts each machine (site, last heard, count) and its
+ * assignments (the modules listed run, with their claims; those not listed stop running).
+ * Several beats of one machine in a batch count each, and the latest one's modules stand.
+ * Returns, for each beat in time order, when the one before it was heard.
+ */
+export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat[]): Promise<HeartbeatRecorded[]> {
+  if (beats.length === 0) return [];
+  for (const beat of beats) {
+    checkName(beat.machine, 'machine');
+    if (beat.site != null) checkName(beat.site, 'site');
+    for (const module of beat.modules) checkName(module, 'module');
+  }
+  const ordered = [...beats].sort((a, b) => a.at.getTime() - b.at.getTime());
+  const latest = new Map<string, Heartbeat & { count: number; earliest: Date }>();
+  for (const beat of ordered) {
+    const seen = latest.get(beat.machine);
+    latest.set(beat.machine, { ...beat, count: (seen?.count ?? 0) + 1, earliest: seen?.earliest ?? beat.at });
+  }
+  // In name order, so two replicas writing overlapping batches lock rows in the same order.
+  const rows = [...latest.values()].sort((a, b) => (a.machine < b.machine ? -1 : a.machine > b.machine ? 1 : 0));
+  const names = rows.map((r) => r.machine);
+  const assignments = rows.flatMap((r) => [...new Set(r.modules)].map((module) => ({ r, module })));
+  // Arrays unnested by Postgres: one parameter per column however many machines, where a VALUES
+  // list would take one per cell and a NOT IN list would nest past the parser's stack.
+  return db.transaction().execute(async (tx) => {
+    const before = await sql<{ name: string; last_heard_at: Date }>`
+      select name, last_heard_at from machine where name = any(${names}::text[]) order by name for update`.execute(tx);
+    const previous = new Map(before.rows.map((b) => [b.name, new Date(b.last_heard_at)]));
+    await sql`
+      insert into machine (name, site, first_heard_at, last_heard_at, heartbeats)
+      select * from unnest(${names}::text[], ${rows.map((r) => r.site ?? null)}::text[],
+                           ${rows.map((r) => r.earliest.toISOString())}::timestamptz[],
+                           ${rows.map((r) => r.at.toISOString())}::timestamptz[], ${rows.map((r) => r.count)}::int[])
+      on conflict (name) do update set
+        site = coalesce(excluded.site, machine.site),
+        last_heard_at = greatest(excluded.last_heard_at, machine.last_heard_at),
+        heartbeats = machine.heartbeats + excluded.heartbeats`.execute(tx);
+    const machinesOf = assignments.map((a) => a.r.machine);
+    const modulesOf = assignments.map((a) => a.module);
+    if (assignments.length) {
+      await sql`
+        insert into assignment (machine, module, running, claims, since, heard_at)
+        select machine, module, true, claims::jsonb, at, at
+          from unnest(${machinesOf}::text[], ${modulesOf}::text[],
+                      ${assignments.map((a) => JSON.stringify(a.r.claims?.[a.module] ?? []))}::text[],
+                      ${assignments.map((a) => a.r.at.toISOString())}::timestamptz[]) as u(machine, module, claims, at)
+        on conflict (machine, module) do update set
+          running = true,
+          claims = excluded.claims,
+          heard_at = excluded.heard_at,
+          since = case when assignment.running then assignment.since else excluded.since end
+        -- Most heartbeats repeat what is stored: leaving those rows unwritten is most of the speed.
+        where not assignment.running or assignment.claims <> excluded.claims`.execute(tx);
+    }
+    await sql`
+      update assignment a set running = false
+       where a.machine = any(${names}::text[]) and a.running
+         and not exists (select 1 from unnest(${machinesOf}::text[], ${modulesOf}::text[]) as r(machine, module)
+                          where r.machine = a.machine and r.module = a.module)`.execute(tx);
+    return ordered.map((beat) => {
+      const previousAt = previous.get(beat.machine);
+      previous.set(beat.machine, beat.at);
+      return { machine: beat.machine, previousAt, at: beat.at };
+    });
+  });
+}

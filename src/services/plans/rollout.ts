@@ -1,0 +1,197 @@
+import { sql, type Transaction } from 'kysely';
+import type { DB } from '../../store/tables.js';
+import { recordDurations, type Duration } from '../durations/durations.js';
+import type { Mesh } from '../mesh.js';
+import { defaultTiers } from './plans.js';
+
+type Tx = Transaction<DB>;
+
+/** A machine's report on an apply, as heard on its news subject. */
+export interface Report {
+  machine: string;
+  plan: string;
+  build: string;
+  ok: boolean;
+  detail?: string | null;
+  at: Date;
+}
+
+/** What the controller publishes on `<subjects>.plan.<id>.apply`: one tier's machines to apply a build. */
+export interface ApplyMessage {
+  plan: string;
+  tier: number;
+  build: string;
+  machines: string[];
+}
+
+/** What applying a batch of reports did. */
+export interface ReportsApplied {
+  /** Reports that ended a machine's apply (its first report for a plan it was sent). */
+  matched: number;
+  /** Reports naming no plan, a plan that sent that machine nothing, another build, or a second report. */
+  unmatched: number;
+  durations: Duration[];
+  /** Plans whose state or tier changed. */
+  changed: string[];
+  applies: ApplyMessage[];
+}
+
+/**
+ * Starts the first tier from `from` that names a machine: writes its plan_apply rows, moves the
+ * plan to it and answers the apply to publish. No such tier: the plan is DONE, and undefined.
+ */
+async function startTier(tx: Tx, plan: { id: string; build: string; tiers: string[][] }, from: number, now: Date): Promise<ApplyMessage | undefined> {
+  let tier = from;
+  while (tier < plan.tiers.length && plan.tiers[tier].length === 0) tier++;
+  if (tier >= plan.tiers.length) {
+    await tx.updateTable('plan').set({ state: 'DONE', tier: Math.max(plan.tiers.length - 1, 0), ended_at: now }).where('id', '=', plan.id).execute();
+    return undefined;
+  }
+  const machines = [...new Set(plan.tiers[tier])];
+  await tx
+    .insertInto('plan_apply')
+    .values(machines.map((machine) => ({ plan: plan.id, tier, machine, sent_at: now })))
+    .onConflict((oc) => oc.columns(['plan', 'machine']).doNothing())
+    .execute();
+  await tx.updateTable('plan').set({ tier, tier_started_at: now }).where('id', '=', plan.id).execute();
+  return { plan: plan.id, tier, build: plan.build, machines };
+}
+
+function publishApplies(mesh: Pick<Mesh, 'bus' | 'subjects' | 'logger'>, applies: readonly ApplyMessage[]): void {
+  for (const apply of applies) {
+    mesh.bus.nc.publish(mesh.subjects.planApply(apply.plan), JSON.stringify(apply));
+    mesh.logger.info({ plan: apply.plan, tier: apply.tier, machines: apply.machines.length }, 'plan tier applied');
+  }
+}
+
+const readTiers = (value: unknown): string[][] => (typeof value === 'string' ? JSON.parse(value) : (value as string[][])) ?? [];
+
+/**
+ * Starts an OPEN plan's rollout: fills its default tiers when it has none, writes the first tier's
+ * plan_apply rows and publishes its apply. Safe to call twice and from any replica: the plan row
+ * is locked, and a plan whose rollout has begun is left alone. Answers the apply sent, if any.
+ */
+export async function openRollout(mesh: Pick<Mesh, 'db' | 'bus' | 'subjects' | 'logger' | 'events'>, planId: string): Promise<ApplyMessage | undefined> {
+  const { apply, changed } = await mesh.db.transaction().execute(async (tx) => {
+    const plan = await tx.selectFrom('plan').selectAll().where('id', '=', planId).forUpdate().executeTakeFirst();
+    if (!plan || plan.state !== 'OPEN' || plan.tier_started_at) return { apply: undefined, changed: false };
+    let tiers = readTiers(plan.tiers);
+    if (tiers.length === 0) {
+      tiers = await defaultTiers(tx, plan.seat);
+      await tx.updateTable('plan').set({ tiers: JSON.stringify(tiers) }).where('id', '=', plan.id).execute();
+    }
+    const apply = await startTier(tx, { id: plan.id, build: plan.build, tiers }, plan.tier ?? 0, new Date());
+    return { apply, changed: true };
+  });
+  if (apply) publishApplies(mesh, [apply]);
+  if (changed) mesh.events.emit('plan-changed', planId);
+  return apply;
+}
+
+/** Keeps the first report of each machine for each plan: a repeated report changes nothing. */
+function firstReports(reports: readonly Report[]): Report[] {
+  const first = new Map<string, Report>();
+  for (const r of [...reports].sort((a, b) => a.at.getTime() - b.at.getTime())) {
+    const key = `${r.plan}\u0000${r.machine}`;
+    if (!first.has(key)) first.set(key, r);
+  }
+  return [...first.values()];
+}
+
+const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - from.getTime()) / 1000);
+
+/**
+ * Applies machines' reports in one transaction, whichever replica heard them: ends each machine's
+ * apply (its first report; the apply duration), stops a plan on a failed report (STOPPED), and
+ * when every machine of an open plan's tier reported ok, records the tier's duration and starts
+ * the next tier, or after the last marks the plan DONE. The plans are locked in id order, so
+ * replicas applying reports of one plan at once take turns. Applies are published after commit.
+ */
+export async function applyReports(mesh: Pick<Mesh, 'db' | 'bus' | 'subjects' | 'logger' | 'events'>, reports: readonly Report[]): Promise<ReportsApplied> {
+  const outcome: ReportsApplied = { matched: 0, unmatched: 0, durations: [], changed: [], applies: [] };
+  if (reports.length === 0) return outcome;
+  const unique = firstReports(reports);
+  outcome.unmatched = reports.length - unique.length;
+  const planIds = [...new Set(unique.map((r) => r.plan))].sort();
+  await mesh.db.transaction().execute(async (tx) => {
+    outcome.durations = [];
+    outcome.changed = [];
+    outcome.applies = [];
+    const plans = await tx.selectFrom('plan').selectAll().where('id', 'in', planIds).orderBy('id').forUpdate().execute();
+    const byId = new Map(plans.map((p) => [p.id, p]));
+    const matching = unique.filter((r) => byId.get(r.plan)?.build === r.build);
+    let updated: { plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean }[] = [];
+    if (matching.length) {
+      const values = sql.join(matching.map((r) => sql`(${r.plan}::text, ${r.machine}::text, ${r.at}::timestamptz, ${r.ok}::boolean, ${r.detail ?? null}::text)`));
+      updated = (
+        await sql<{ plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean }>`
+          update plan_apply pa
+             set reported_at = v.at, ok = v.ok, detail = v.detail
+            from (values ${values}) as v(plan, machine, at, ok, detail)
+           where pa.plan = v.plan and pa.machine = v.machine and pa.reported_at is null
+       returning pa.plan, pa.machine, pa.tier, pa.sent_at, pa.reported_at, pa.ok`.execute(tx)
+      ).rows;
+    }
+    outcome.matched = updated.length;
+    outcome.unmatched = reports.length - updated.length;
+    for (const row of updated) {
+      outcome.durations.push({ kind: 'apply', subject: `${row.plan}/${row.machine}`, seconds: seconds(new Date(row.sent_at), new Date(row.reported_at)), heardAt: new Date(row.reported_at) });
+    }
+    const touched = [...new Set(updated.map((r) => r.plan))].sort();
+    if (touched.length) {
+      const tiers = await tx
+        .selectFrom('plan_apply')
+        .select(['plan', 'tier'])
+        .select(sql<number>`count(*) filter (where reported_at is null)::int`.as('waiting'))
+        .select(sql<number>`count(*) filter (where ok = false)::int`.as('failed'))
+        .select(sql<Date | null>`max(reported_at)`.as('last'))
+        .where('plan', 'in', touched)
+        .groupBy(['plan', 'tier'])
+        .execute();
+      const now = new Date();
+      for (const id of touched) {
+        const plan = byId.get(id)!;
+        if (plan.state !== 'OPEN') continue;
+        const current = tiers.find((t) => t.plan === id && t.tier === plan.tier);
+        if (!current) continue;
+        if (current.failed > 0) {
+          await tx.updateTable('plan').set({ state: 'STOPPED', ended_at: now }).where('id', '=', id).execute();
+          outcome.changed.push(id);
+          const failed = updated.filter((r) => r.plan === id && !r.ok).map((r) => r.machine);
+          mesh.logger.warn({ plan: id, tier: plan.tier, failed }, 'a machine reported a failed apply: plan stopped');
+          continue;
+        }
+        if (current.waiting > 0) continue;
+        const finishedAt = current.last ? new Date(current.last) : now;
+        if (plan.tier_started_at) {
+          outcome.durations.push({ kind: 'plan_tier', subject: `${id}/${plan.tier}`, seconds: seconds(new Date(plan.tier_started_at), finishedAt), heardAt: finishedAt });
+        }
+        const apply = await startTier(tx, { id, build: plan.build, tiers: readTiers(plan.tiers) }, plan.tier + 1, now);
+        if (apply) outcome.applies.push(apply);
+        outcome.changed.push(id);
+      }
+    }
+    await recordDurations(tx, outcome.durations);
+  });
+  publishApplies(mesh, outcome.applies);
+  for (const id of outcome.changed) mesh.events.emit('plan-changed', id);
+  return outcome;
+}
+
+/** Starts each plan's rollout as it opens on this replica ('plan-opened'); a failure is logged. */
+export function startRollouts(mesh: Pick<Mesh, 'db' | 'bus' | 'subjects' | 'logger' | 'events'>): { stop(): Promise<void> } {
+  const running = new Set<Promise<unknown>>();
+  const onOpened = (planId: string) => {
+    const p = openRollout(mesh, planId)
+      .catch((err) => mesh.logger.error({ err, plan: planId }, 'starting a plan rollout failed'))
+      .finally(() => running.delete(p));
+    running.add(p);
+  };
+  mesh.events.on('plan-opened', onOpened);
+  return {
+    async stop() {
+      mesh.events.off('plan-opened', onOpened);
+      await Promise.allSettled([...running]);
+    },
+  };
+}

@@ -1,0 +1,189 @@
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { KvEntry } from '@nats-io/kv';
+import { KvView } from '../../bus/kv-view.js';
+import { abandonCall, type CallsMesh } from '../calls/records.js';
+import type { Mesh } from '../mesh.js';
+
+/** A replica that stops refreshing loses its lease after this: "within seconds", as DESIGN.md asks. */
+export const LEASE_TTL_MS = 6_000;
+/** Each replica refreshes its lease (and the serving lease, when it holds it) this often: three tries per TTL. */
+export const LEASE_REFRESH_MS = 2_000;
+/** An expired lease entry is deleted once its replica's calls have had this long to be marked. */
+const LEASE_FORGET_AFTER_MS = 60_000;
+
+/** The key of the lease naming which replica serves (composes the status). */
+export const SERVING_KEY = 'serving';
+const replicaKey = (replica: string) => `replica.${replica}`;
+
+/**
+ * A lease as kept in `<controller>_leases`. NATS 2.9 has no per-key TTL, so a lease is an entry
+ * with an expiry time that its owner refreshes; it is gone when absent or past `expiresAt`.
+ * Expiry is judged on each replica's clock: replicas are assumed to keep time (NTP) within a second.
+ */
+export interface Lease {
+  replica: string;
+  expiresAt: string;
+  startedAt: string;
+}
+
+type LeaseMesh = Pick<Mesh, 'buckets' | 'config'>;
+
+function decodeLease(entry: KvEntry): Lease | undefined {
+  try {
+    const lease = entry.json<Lease>();
+    return lease && typeof lease.replica === 'string' && typeof lease.expiresAt === 'string' ? lease : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const alive = (lease: Lease | undefined, now: number): lease is Lease => !!lease && Date.parse(lease.expiresAt) > now;
+
+const leaseOf = (mesh: LeaseMesh, startedAt: string): Lease => ({ replica: mesh.config.replica, expiresAt: new Date(Date.now() + LEASE_TTL_MS).toISOString(), startedAt });
+const leaseFor = (mesh: LeaseMesh, startedAt: string): string => JSON.stringify(leaseOf(mesh, startedAt));
+
+/**
+ * Takes the serving lease for this replica, or refreshes it when this replica holds it: created
+ * when absent, taken over with compare-and-set on the revision when its holder's lease expired (so
+ * of several replicas trying at once exactly one wins). True when this replica now serves.
+ */
+export async function acquireServing(mesh: LeaseMesh, startedAt = new Date().toISOString()): Promise<boolean> {
+  const kv = mesh.buckets.leases;
+  const value = leaseFor(mesh, startedAt);
+  try {
+    const entry = await kv.get(SERVING_KEY);
+    const held = entry && entry.operation === 'PUT' ? decodeLease(entry) : undefined;
+    if (!entry || !held) {
+      await kv.create(SERVING_KEY, value);
+      return true;
+    }
+    if (held.replica === mesh.config.replica || !alive(held, Date.now())) {
+      await kv.update(SERVING_KEY, value, entry.revision);
+      return true;
+    }
+    return false;
+  } catch {
+    return false; // another replica wrote first: it serves
+  }
+}
+
+/** The replica holding the serving lease, when one holds it unexpired. */
+export async function servingLease(mesh: LeaseMesh): Promise<Lease | undefined> {
+  const entry = await mesh.buckets.leases.get(SERVING_KEY);
+  const held = entry && entry.operation === 'PUT' ? decodeLease(entry) : undefined;
+  return alive(held, Date.now()) ? held : undefined;
+}
+
+/** Gives the serving lease up when this replica holds it, so another takes over at once. */
+export async function releaseServing(mesh: LeaseMesh): Promise<void> {
+  const entry = await mesh.buckets.leases.get(SERVING_KEY);
+  const held = entry && entry.operation === 'PUT' ? decodeLease(entry) : undefined;
+  if (entry && held?.replica === mesh.config.replica) await mesh.buckets.leases.delete(SERVING_KEY, { previousSeq: entry.revision }).catch(() => undefined);
+}
+
+/** This replica's lease keeping, as the rest of the gateway sees it. */
+export interface Leases {
+  /** Whether this replica held the serving lease at its last refresh. */
+  isServing(): boolean;
+  /** Called with true when this replica takes the serving lease, false when it loses it. Returns the unsubscribe. */
+  onServingChange(listener: (serving: boolean) => void): () => void;
+  /** The replicas whose lease is alive, this one included. */
+  liveReplicas(): string[];
+  /** Marks ABANDONED the RUNNING calls of replicas whose lease is gone; returns how many this replica marked. */
+  sweep(): Promise<number>;
+  /** Stops refreshing and gives up this replica's leases. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Writes this replica's lease, marks ABANDONED the RUNNING calls of every replica whose lease is
+ * gone (and of an earlier process under this replica's name), then every LEASE_REFRESH_MS refreshes
+ * the lease, contends for the serving lease and sweeps again, so a replica that died while others
+ * run has its calls marked within seconds, not at the next restart.
+ */
+export async function startLeases(mesh: CallsMesh & Pick<Mesh, 'logger'>, jsm: JetStreamManager): Promise<Leases> {
+  const { buckets, config, logger } = mesh;
+  const startedAt = new Date();
+  const startedIso = startedAt.toISOString();
+  const me = config.replica;
+  const view = await KvView.start(buckets.leases, buckets.names.leases, jsm, { decode: decodeLease, logger });
+  const listeners = new Set<(serving: boolean) => void>();
+  let serving = false;
+  let stopped = false;
+
+  const refresh = async () => {
+    const lease = leaseOf(mesh, startedIso);
+    view.apply(replicaKey(me), lease, await buckets.leases.put(replicaKey(me), JSON.stringify(lease)));
+  };
+
+  const liveReplicas = () => {
+    const now = Date.now();
+    return view
+      .values()
+      .filter((e) => e.key.startsWith('replica.') && alive(e.value, now))
+      .map((e) => e.value.replica);
+  };
+
+  const sweep = async () => {
+    const live = new Set(liveReplicas());
+    let marked = 0;
+    for (const { key, value: call, revision } of mesh.views.calls.values()) {
+      if (call.state !== 'RUNNING') continue;
+      const earlierSelf = call.replica === me && Date.parse(call.startedAt) < startedAt.getTime();
+      if (call.replica === me ? !earlierSelf : live.has(call.replica)) continue;
+      const reason = earlierSelf ? `replica ${me} restarted while the call ran` : `replica ${call.replica} stopped while the call ran (its lease is gone)`;
+      if (await abandonCall(mesh, key, revision, reason)) marked++;
+    }
+    const now = Date.now();
+    for (const entry of view.values()) {
+      if (entry.key.startsWith('replica.') && Date.parse(entry.value.expiresAt) < now - LEASE_FORGET_AFTER_MS) {
+        await buckets.leases.delete(entry.key, { previousSeq: entry.revision }).catch(() => undefined);
+      }
+    }
+    if (marked) logger.info({ marked }, 'calls of stopped replicas marked ABANDONED');
+    return marked;
+  };
+
+  const contend = async () => {
+    const now = await acquireServing(mesh, startedIso);
+    if (now !== serving) {
+      serving = now;
+      logger.info({ replica: me, serving }, serving ? 'serving lease taken' : 'serving lease lost');
+      for (const listener of listeners) listener(serving);
+    }
+  };
+
+  await refresh();
+  await sweep();
+  await contend();
+  let running: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running
+      .then(async () => {
+        if (stopped) return;
+        await refresh();
+        await contend();
+        await sweep();
+      })
+      .catch((err) => logger.warn({ err }, 'lease refresh failed'));
+  }, LEASE_REFRESH_MS);
+
+  return {
+    isServing: () => serving,
+    onServingChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    liveReplicas,
+    sweep,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+      view.stop();
+      if (serving) await releaseServing(mesh);
+      serving = false;
+      await buckets.leases.delete(replicaKey(me)).catch(() => undefined);
+    },
+  };
+}

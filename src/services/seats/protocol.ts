@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { Invalid } from '../../kernel/errors.js';
+
+/** The argument types a verb can declare; a call's arguments are judged against them. */
+export const ARG_TYPES = ['String', 'Int', 'Float', 'Boolean', 'ID', 'JSON', 'DateTime', '[String]', '[[String]]'] as const;
+export type ArgType = (typeof ARG_TYPES)[number];
+
+export interface VerbArg {
+  name: string;
+  type: ArgType;
+  required: boolean;
+}
+
+export interface Verb {
+  name: string;
+  acting: boolean;
+  args: VerbArg[];
+}
+
+/** What a seat speaks: the message kinds it accepts and emits, and the verbs it serves. */
+export interface Protocol {
+  accepts: string[];
+  emits: string[];
+  serves: Verb[];
+}
+
+const token = z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, "1 to 200 letters, digits, '-' or '_'");
+
+const verbArgSchema = z.object({
+  name: token,
+  type: z.enum(ARG_TYPES),
+  required: z.boolean().default(false),
+});
+
+const verbSchema = z
+  .object({
+    name: token,
+    acting: z.boolean().default(false),
+    args: z.array(verbArgSchema).max(100).default([]),
+  })
+  .refine((v) => new Set(v.args.map((a) => a.name)).size === v.args.length, 'an argument is named twice');
+
+export const protocolSchema = z.object({
+  accepts: z.array(token).max(1000).default([]),
+  emits: z.array(token).max(1000).default([]),
+  serves: z
+    .array(verbSchema)
+    .max(1000)
+    .default([])
+    .refine((verbs) => new Set(verbs.map((v) => v.name)).size === verbs.length, 'a verb is named twice'),
+});
+
+/** Reads a protocol from JSON text or a value; throws Invalid naming the first thing wrong. */
+export function parseProtocol(input: unknown, what = 'protocol'): Protocol {
+  let value = input;
+  if (typeof input === 'string') {
+    try {
+      value = JSON.parse(input);
+    } catch (error) {
+      throw new Invalid(`${what} is not JSON: ${(error as Error).message}`, what);
+    }
+  }
+  const parsed = protocolSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = [what, ...issue.path.map(String)].join('.');
+    throw new Invalid(`${path}: ${issue.message}`, what);
+  }
+  return parsed.data;
+}
+
+/** Rows written before a column held data, or by hand, are read leniently: what is unreadable is empty. */
+export function readList<T>(value: unknown, schema: z.ZodType<T>): T[] {
+  const parsed = z.array(schema).safeParse(value);
+  return parsed.success ? parsed.data : [];
+}
+
+export const readVerbs = (value: unknown): Verb[] => readList(value, verbSchema as unknown as z.ZodType<Verb>);
+export const readNames = (value: unknown): string[] => readList(value, z.string());
+
+/** JSON with object keys sorted: two verbs are the same when their canonical forms are. */
+export function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
+      : v,
+  );
+}
+
+export const sameVerb = (a: Verb, b: Verb): boolean => canonical(a) === canonical(b);
+
+/**
+ * Widens `row` with what `binary` names and the row lacks, by name; nothing the row has is lost.
+ * With `binaryDefinesVerbs` (the controller's own seat) a verb both define takes the binary's form.
+ */
+export function widenProtocol(row: Protocol, binary: Protocol, binaryDefinesVerbs: boolean): { protocol: Protocol; changed: boolean } {
+  let changed = false;
+  const union = (have: string[], want: string[]) => {
+    const out = [...have];
+    for (const w of want) if (!out.includes(w)) (out.push(w), (changed = true));
+    return out;
+  };
+  const accepts = union(row.accepts, binary.accepts);
+  const emits = union(row.emits, binary.emits);
+  const serves = [...row.serves];
+  for (const verb of binary.serves) {
+    const at = serves.findIndex((v) => v.name === verb.name);
+    if (at < 0) {
+      serves.push(verb);
+      changed = true;
+    } else if (binaryDefinesVerbs && !sameVerb(serves[at]!, verb)) {
+      serves[at] = verb;
+      changed = true;
+    }
+  }
+  return { protocol: { accepts, emits, serves }, changed };
+}

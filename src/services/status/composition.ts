@@ -1,0 +1,71 @@
+import type { MachineState } from '../machines/machines.js';
+
+/** A holder of a seat as one composition saw it. */
+export interface HolderStatus {
+  machine: string;
+  module: string;
+  site: string | null;
+  derived: boolean;
+}
+
+export interface MachineStatus {
+  name: string;
+  site: string | null;
+  state: MachineState;
+  lastHeardAt: string;
+  modules: string[];
+  /** The seats this machine's modules hold, as `seat` with the module holding it. */
+  holdings: { seat: string; module: string; derived: boolean }[];
+}
+
+export interface SeatStatus {
+  name: string;
+  held: boolean;
+  holders: HolderStatus[];
+}
+
+export interface PlanStatus {
+  id: string;
+  seat: string;
+  build: string;
+  state: string;
+  tier: number;
+  tiers: string[][];
+  behind: string | null;
+  openedAt: string | null;
+  endedAt: string | null;
+}
+
+export interface RepeatedCauseStatus {
+  cause: string;
+  count: number;
+  firstAt: string;
+  lastAt: string;
+}
+
+/**
+ * The whole mesh at one instant: an immutable value, composed once by the serving replica,
+ * published on `<subjects>.status` as JSON with exactly these field names (those of the GraphQL
+ * `Status` type), and kept by every replica as its last composition. Instants are ISO strings so
+ * the value is the same before and after the wire.
+ */
+export interface Composition {
+  seq: number;
+  composedAt: string;
+  tookMs: number;
+  trigger: string;
+  machines: MachineStatus[];
+  seats: SeatStatus[];
+  unheldSeats: string[];
+  callsRunning: number;
+  handActsThisWeek: number;
+  repeatedCauses: RepeatedCauseStatus[];
+  plans: PlanStatus[];
+}
+
+/** Where compositions arrive on a replica: the last one at once, and each new one as it comes. */
+export interface StatusFeed {
+  current(): Composition | undefined;
+  /** Calls `listener` with each composition newer than the last; returns the unsubscribe. */
+  subscribe(listener: (composition: Composition) => void): () => void;
+}

@@ -1,0 +1,190 @@
+import type { Composition, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from './composition.js';
+import { Invalid } from '../../kernel/errors.js';
+
+/**
+ * The changes to one keyed list of a composition, from a base to the next. Applied to the base's
+ * list it gives the next one exactly, items and order (see `applyListChanges`).
+ */
+export interface ListChanges<T> {
+  /** Items whose key the base did not have, in the order of the new list. */
+  added: T[];
+  /** Where each added item stands in the new list: ascending, one per `added`. */
+  addedAt: number[];
+  /** Items the base had under the same key with another value: the whole new value. */
+  changed: T[];
+  /** Keys the base had and the new list does not. */
+  removed: string[];
+  /** Every key of the new list in order; set only when items kept from the base changed their relative order. */
+  order: string[] | null;
+}
+
+/**
+ * What changed from the composition `baseSeq` to the composition `seq`. A list is keyed by machine
+ * name, seat name, plan id, repeated cause, unheld seat name; a count is null when it did not
+ * change. composedAt, tookMs and trigger describe the composition `seq` and are always present.
+ */
+export interface StatusDelta {
+  seq: number;
+  baseSeq: number;
+  composedAt: string;
+  tookMs: number;
+  trigger: string;
+  machines: ListChanges<MachineStatus>;
+  seats: ListChanges<SeatStatus>;
+  plans: ListChanges<PlanStatus>;
+  repeatedCauses: ListChanges<RepeatedCauseStatus>;
+  unheldSeats: ListChanges<string>;
+  callsRunning: number | null;
+  handActsThisWeek: number | null;
+}
+
+/**
+ * One message of a change stream: the whole composition (the first, and after any gap), or a delta
+ * bringing a holder of `baseSeq` to `seq`.
+ */
+export interface StatusChange {
+  seq: number;
+  baseSeq: number | null;
+  full: Composition | null;
+  delta: StatusDelta | null;
+}
+
+export const fullChange = (composition: Composition): StatusChange => ({ seq: composition.seq, baseSeq: null, full: composition, delta: null });
+export const deltaChange = (delta: StatusDelta): StatusChange => ({ seq: delta.seq, baseSeq: delta.baseSeq, full: null, delta });
+
+const byName = (item: { name: string }) => item.name;
+const byId = (item: { id: string }) => item.id;
+const byCause = (item: { cause: string }) => item.cause;
+const itself = (item: string) => item;
+
+/** Whether two JSON values (plain objects, arrays, strings, numbers, booleans, null) are equal by value. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) {
+    if (!Object.prototype.hasOwnProperty.call(b, k)) return false;
+    if (!sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
+}
+
+/** The changes turning list `a` into list `b`, items matched by `key` (keys are unique in a list). */
+export function diffList<T>(a: readonly T[], b: readonly T[], key: (item: T) => string): ListChanges<T> {
+  const before = new Map<string, T>();
+  for (const item of a) before.set(key(item), item);
+  const changes: ListChanges<T> = { added: [], addedAt: [], changed: [], removed: [], order: null };
+  const after = new Set<string>();
+  const keptInNewOrder: string[] = [];
+  for (let i = 0; i < b.length; i++) {
+    const item = b[i];
+    const k = key(item);
+    after.add(k);
+    if (!before.has(k)) {
+      changes.added.push(item);
+      changes.addedAt.push(i);
+      continue;
+    }
+    keptInNewOrder.push(k);
+    if (!sameJson(before.get(k), item)) changes.changed.push(item);
+  }
+  let kept = 0;
+  let reordered = false;
+  for (const item of a) {
+    const k = key(item);
+    if (!after.has(k)) changes.removed.push(k);
+    else if (keptInNewOrder[kept++] !== k) reordered = true;
+  }
+  if (reordered) changes.order = b.map(key);
+  return changes;
+}
+
+/**
+ * List `a` with `changes` applied: removals, then changed values in place, then additions at their
+ * places (or `order`). `changed` may be absent, as it is from a list of names on the wire.
+ */
+export function applyListChanges<T>(a: readonly T[], changes: Omit<ListChanges<T>, 'changed'> & { changed?: T[] }, key: (item: T) => string): T[] {
+  const removed = new Set(changes.removed);
+  const changed = new Map<string, T>();
+  for (const item of changes.changed ?? []) changed.set(key(item), item);
+  const list: T[] = [];
+  for (const item of a) {
+    const k = key(item);
+    if (!removed.has(k)) list.push(changed.get(k) ?? item);
+  }
+  if (changes.added.length !== changes.addedAt.length) throw new Invalid('a delta list has as many places as added items');
+  if (changes.order) {
+    const byKey = new Map<string, T>();
+    for (const item of list) byKey.set(key(item), item);
+    for (const item of changes.added) byKey.set(key(item), item);
+    return changes.order.map((k) => {
+      const item = byKey.get(k);
+      if (item === undefined) throw new Invalid(`a delta orders ${JSON.stringify(k)}, which it neither keeps nor adds`);
+      return item;
+    });
+  }
+  for (let i = 0; i < changes.added.length; i++) list.splice(changes.addedAt[i], 0, changes.added[i]);
+  return list;
+}
+
+const isEmpty = (changes: ListChanges<unknown>) =>
+  !changes.added.length && !changes.changed.length && !changes.removed.length && !changes.order;
+
+/** What changed from composition `a` to composition `b`; pure, and cheap where items are shared by reference. */
+export function diffCompositions(a: Composition, b: Composition): StatusDelta {
+  return {
+    seq: b.seq,
+    baseSeq: a.seq,
+    composedAt: b.composedAt,
+    tookMs: b.tookMs,
+    trigger: b.trigger,
+    machines: diffList(a.machines, b.machines, byName),
+    seats: diffList(a.seats, b.seats, byName),
+    plans: diffList(a.plans, b.plans, byId),
+    repeatedCauses: diffList(a.repeatedCauses, b.repeatedCauses, byCause),
+    unheldSeats: diffList(a.unheldSeats, b.unheldSeats, itself),
+    callsRunning: a.callsRunning === b.callsRunning ? null : b.callsRunning,
+    handActsThisWeek: a.handActsThisWeek === b.handActsThisWeek ? null : b.handActsThisWeek,
+  };
+}
+
+/** Whether a delta changes nothing but the composition's stamp (seq, composedAt, tookMs, trigger). */
+export function deltaIsEmpty(delta: StatusDelta): boolean {
+  return (
+    isEmpty(delta.machines) &&
+    isEmpty(delta.seats) &&
+    isEmpty(delta.plans) &&
+    isEmpty(delta.repeatedCauses) &&
+    isEmpty(delta.unheldSeats) &&
+    delta.callsRunning === null &&
+    delta.handActsThisWeek === null
+  );
+}
+
+/**
+ * The composition `delta.seq`, from the composition `delta.baseSeq` it applies to. Throws Invalid
+ * when `a` is not that base: a client then needs a whole composition again.
+ */
+export function applyDelta(a: Composition, delta: StatusDelta): Composition {
+  if (a.seq !== delta.baseSeq) throw new Invalid(`the delta applies to composition ${delta.baseSeq}, not ${a.seq}`);
+  return {
+    seq: delta.seq,
+    composedAt: delta.composedAt,
+    tookMs: delta.tookMs,
+    trigger: delta.trigger,
+    machines: applyListChanges(a.machines, delta.machines, byName),
+    seats: applyListChanges(a.seats, delta.seats, byName),
+    unheldSeats: applyListChanges(a.unheldSeats, delta.unheldSeats, itself),
+    callsRunning: delta.callsRunning ?? a.callsRunning,
+    handActsThisWeek: delta.handActsThisWeek ?? a.handActsThisWeek,
+    repeatedCauses: applyListChanges(a.repeatedCauses, delta.repeatedCauses, byCause),
+    plans: applyListChanges(a.plans, delta.plans, byId),
+  };
+}
