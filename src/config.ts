@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
+import { isName, NAME_RULE } from './kernel/names.js';
 
 /** Everything the gateway reads from its environment, read once by `loadConfig`. */
 export interface Config {
@@ -35,7 +36,6 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const NAME = /^[A-Za-z0-9_-]{1,200}$/;
 
 function int(env: NodeJS.ProcessEnv, key: string, fallback: number, min = 0): number {
   const raw = env[key];
@@ -47,7 +47,7 @@ function int(env: NodeJS.ProcessEnv, key: string, fallback: number, min = 0): nu
 
 function name(env: NodeJS.ProcessEnv, key: string, fallback: string): string {
   const value = env[key] || fallback;
-  if (!NAME.test(value)) throw new ConfigError(`${key} must be 1 to 200 letters, digits, '-' or '_', got ${JSON.stringify(value)}`);
+  if (!isName(value)) throw new ConfigError(`${key} must be ${NAME_RULE}, got ${JSON.stringify(value)}`);
   return value;
 }
 

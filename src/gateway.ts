@@ -13,13 +13,12 @@ import { startDurationPruning } from './services/durations/durations.js';
 import { MeshEvents } from './services/events.js';
 import { startHandActView } from './services/hand-acts/hand-acts.js';
 import { startLeases } from './services/replicas/leases.js';
-import { startNewsIngest, type NewsIngest } from './services/news/news.js';
-import { startRollouts } from './services/plans/rollout.js';
+import { startNewsIngest, type NewsIngest } from './services/news/ingest.js';
 import { startStatusFeed } from './services/status/feed.js';
 import { startResponder } from './services/controller/responder.js';
 import { CONTROLLER_VERBS } from './services/controller/verbs.js';
 import type { Mesh } from './services/mesh.js';
-import { seedSeats } from './services/seats/seats.js';
+import { seedSeats } from './services/seats/seeding.js';
 import { openStore, type Store } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 
@@ -88,9 +87,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
     const news = startNewsIngest(mesh);
-    const rollouts = startRollouts(mesh);
     const composer = startComposer(mesh);
-    stops.push(() => pruning.stop(), () => news.stop(), () => rollouts.stop(), () => composer.stop());
+    stops.push(() => pruning.stop(), () => news.stop(), () => composer.stop());
     const http = buildHttpApp({ schema, mesh, access, logger });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { defineSeat, holdSeat } from '../src/services/seats/seats.js';
+import { defineSeat } from '../src/services/seats/define.js';
+import { holdSeat } from '../src/services/seats/holdings.js';
 import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { abandonCall, newCallId, type Call } from '../src/services/calls/records.js';
+import { newId as newCallId } from '../src/kernel/ids.js';
+import { abandonCall, type Call } from '../src/services/calls/records.js';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../src/services/replicas/leases.js';
 import { spawnGateway, type ChildGateway } from './fixtures/child.js';
 import { eventually } from './fixtures/live.js';

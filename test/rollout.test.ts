@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { closePlan, push } from '../src/services/plans/plans.js';
 import type { ApplyMessage } from '../src/services/plans/rollout.js';
-import { defineSeat } from '../src/services/seats/seats.js';
+import { defineSeat } from '../src/services/seats/define.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
 

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { buildSchema, lexicographicSortSchema, printSchema } from 'graphql';
+import { buildSchema, lexicographicSortSchema, printSchema, validate } from 'graphql';
 import { expect, test } from 'vitest';
 import { schema } from '../src/schema/index.js';
+import { RenameSeatDocument, SeatsDocument } from './generated/graphql.js';
 
 const committed = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
 
@@ -20,4 +21,8 @@ test('mutations answer with the errors plugin default names and every error impl
     const type = schema.getType(name) as import('graphql').GraphQLObjectType;
     expect(type.getInterfaces().map((i) => i.name)).toContain('Error');
   }
+});
+
+test('the typed operations generated for tools are valid against the schema (run npm run codegen when this fails)', () => {
+  for (const document of [SeatsDocument, RenameSeatDocument]) expect(validate(schema, document)).toEqual([]);
 });

@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { compose, COMPOSE_MIN_GAP_MS, type CompositionSources } from '../src/services/status/composer.js';
+import { compose, type CompositionSources } from '../src/services/status/compose.js';
+import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composer.js';
 import type { Composition } from '../src/services/status/composition.js';
 import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { push } from '../src/services/plans/plans.js';
-import { defineSeat } from '../src/services/seats/seats.js';
+import { defineSeat } from '../src/services/seats/define.js';
 import { compositionAssembler, encodeComposition, followLatest } from '../src/services/status/feed.js';
 import { anAgent, eventually, sseSubscribe, wsSubscribe } from './fixtures/live.js';
 import { freshStore, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';

@@ -2,21 +2,11 @@ import { execute as executeEvent, getOperationAST, Kind, type DocumentNode, type
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { Caller } from '../schema/context.js';
 import type { Composition, StatusFeed } from '../services/status/composition.js';
-import { canonical } from '../services/seats/protocol.js';
 import { diffCompositions, type StatusDelta } from '../services/status/delta.js';
-import { Frame, isPromise, Subscriber } from './subscriber.js';
+import type { LiveField, MaybePromise } from './live-field.js';
+import { Frame, isPromise, Subscriber, type FrameSource } from './subscriber.js';
 
-/** How one root subscription field turns compositions into the root values it executes over. */
-export interface LiveField {
-  /** The root value for the whole composition: what a new subscriber, or one that skipped, gets. */
-  full(composition: Composition): unknown;
-  /** The root value for a delta; absent when every message is the whole composition. */
-  change?(delta: StatusDelta): unknown;
-}
-
-export type MaybePromise<T> = T | Promise<T>;
 
 /** What a group executes with: the enveloped `execute` and every argument but the root value. */
 export interface PreparedOperation {
@@ -60,11 +50,8 @@ export const liveExecutionPlugin: Plugin = {
   },
 };
 
-/** Who the caller is, as far as sharing goes: its name and its scopes. */
-export const accessKey = (caller: Caller): string => `${caller.name}:${[...caller.scopes].sort().join(',')}`;
-
 /** The subscribers of one operation for one caller: one execution and one payload per composition for all. */
-export class Group {
+export class Group implements FrameSource {
   readonly subscribers = new Set<Subscriber>();
   latest: Frame | undefined;
 
@@ -142,11 +129,6 @@ export class Fanout {
     this.feed = options.feed;
     this.last = options.feed.current();
     this.unsubscribe = options.feed.subscribe((composition) => this.publish(composition));
-  }
-
-  /** The key subscribers share a group by: caller (name and scopes), operation name, variables, document text. */
-  keyOf(params: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null }, caller: Caller): string {
-    return `${accessKey(caller)}\u0000${params.operationName ?? ''}\u0000${canonical(params.variables ?? {})}\u0000${params.query}`;
   }
 
   /** The live field an operation subscribes to, when it is a subscription of exactly one live root field. */

@@ -1,5 +1,5 @@
 import { deltaChange, fullChange } from '../services/status/delta.js';
-import type { LiveField } from './engine.js';
+import type { LiveField } from './live-field.js';
 
 /**
  * The live status subscriptions and what each executes over: `status` resolves a composition as

@@ -2,8 +2,7 @@ import { getOperationAST, Kind, type DocumentNode, type ExecutionResult } from '
 import type { Plugin } from 'graphql-yoga';
 import type { Access } from '../services/access/tokens.js';
 import type { StatusFeed } from '../services/status/composition.js';
-import { canonical } from '../services/seats/protocol.js';
-import { accessKey } from './engine.js';
+import { operationKey } from './operation-key.js';
 
 /** Distinct (operation, variables, caller) responses kept for one composition: dashboards ask a handful. */
 export const STATUS_CACHE_ENTRIES = 64;
@@ -97,8 +96,7 @@ export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptio
       entries = new Map();
       bytes = 0;
     }
-    const variables = params.variables && typeof params.variables === 'object' ? params.variables : {};
-    return { key: `${accessKey(caller)}\u0000${params.operationName ?? ''}\u0000${canonical(variables ?? null)}\u0000${query}`, seq: current.seq };
+    return { key: operationKey(caller, { query, operationName: params.operationName, variables: params.variables }), seq: current.seq };
   };
 
   const respond = (fetchAPI: { Response: typeof Response }, body: Buffer, mediaType: string) =>

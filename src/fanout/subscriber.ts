@@ -1,7 +1,8 @@
+import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { Composition } from '../services/status/composition.js';
 import type { StatusDelta } from '../services/status/delta.js';
-import type { Group, MaybePromise } from './engine.js';
+import type { LiveField, MaybePromise } from './live-field.js';
 
 /**
  * A payload this small goes out as one message built per subscriber (a copy of a few hundred
@@ -14,6 +15,15 @@ const SUFFIX = Buffer.from('}');
 
 export type PayloadKind = 'full' | 'change';
 
+/** What frames and subscribers need of the group serving them (engine.ts's Group), so neither imports the engine. */
+export interface FrameSource {
+  readonly field: LiveField;
+  readonly engine: { readonly counters: { sent: number; skipped: number }; readonly logger: Logger };
+  /** Executes the group's operation over a root value and serializes the result, once per frame and kind. */
+  produce(rootValue: unknown): MaybePromise<Buffer>;
+  remove(subscriber: Subscriber): void;
+}
+
 export const isPromise = <T>(value: MaybePromise<T>): value is Promise<T> => typeof (value as Promise<T>)?.then === 'function';
 
 /** The composition one group executed, with its payloads made at most once each, when first asked for. */
@@ -22,7 +32,7 @@ export class Frame {
   private waiting: Partial<Record<PayloadKind, Subscriber[]>> = {};
 
   constructor(
-    private readonly group: Group,
+    private readonly group: FrameSource,
     readonly composition: Composition,
     /** Set when this frame can go out as a delta to a subscriber holding `delta.baseSeq`. */
     readonly delta: StatusDelta | undefined,
@@ -79,7 +89,7 @@ export class Subscriber implements AsyncIterableIterator<never> {
   private abort!: (error: unknown) => void;
 
   constructor(
-    private readonly group: Group,
+    private readonly group: FrameSource,
     readonly socket: WebSocket,
     readonly id: string,
   ) {

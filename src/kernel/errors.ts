@@ -41,3 +41,9 @@ export class Forbidden extends DomainError {
   override name = 'Forbidden';
   readonly code = 'FORBIDDEN';
 }
+
+/** What cannot be answered yet: no composition heard, a verb this build does not serve, a store or bus that is down. */
+export class Unavailable extends DomainError {
+  override name = 'Unavailable';
+  readonly code = 'UNAVAILABLE';
+}

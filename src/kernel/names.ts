@@ -4,6 +4,15 @@ import { Invalid } from './errors.js';
 export const NAME_MAX = 200;
 const NAME = /^[A-Za-z0-9_-]+$/;
 
+/** Whether a value is a name by the one rule: 1 to NAME_MAX letters, digits, '-' and '_'. */
+export const isName = (value: unknown): value is string => typeof value === 'string' && value.length > 0 && value.length <= NAME_MAX && NAME.test(value);
+
+/** What the rule says, for messages that refuse a name. */
+export const NAME_RULE = `1 to ${NAME_MAX} letters, digits, '-' or '_'`;
+
+/** Names are ASCII letters, digits, '-' and '_': code-unit order is their order (and cheaper than a collation). */
+export const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
  * The one rule for seat, machine, module, site, plan and build names, used by every door
  * (GraphQL, NATS verbs, news). Returns the name; throws Invalid saying what is wrong with it.

@@ -1,9 +1,8 @@
 import { resolveCursorConnection } from '@pothos/plugin-relay';
-import { GraphQLError } from 'graphql';
 import { builder } from '../schema/builder.js';
 import { CallRef, CallStateEnum } from '../schema/call.js';
-import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, callById, listCalls, seatNamesFor, type Call } from '../services/calls/records.js';
-import { NotFound } from '../kernel/errors.js';
+import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, callById, listCalls, type Call } from '../services/calls/records.js';
+import { callVerbVerb } from '../services/calls/verbs.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -12,26 +11,17 @@ builder.queryFields((t) => ({
     nullable: true,
     description: 'The call with that id, across restarts of any replica. An id not kept (never made, or pushed out) is a NOT_FOUND error.',
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (_root, { id }, ctx) => {
-      try {
-        return await callById(ctx.mesh, String(id));
-      } catch (error) {
-        if (error instanceof NotFound) throw new GraphQLError(error.message, { extensions: { code: error.code } });
-        throw error;
-      }
-    },
+    resolve: (_root, { id }, ctx) => callById(ctx.mesh, String(id)),
   }),
   calls: t.connection(
     {
       type: CallRef,
       description: `Calls newest first, ${CALLS_PAGE_DEFAULT} a page unless asked (at most ${CALLS_PAGE_MAX}), filtered by seat (a name or an alias: its calls under any of its names), state and caller.`,
       args: { seat: t.arg.string(), state: t.arg({ type: CallStateEnum }), caller: t.arg.string() },
-      resolve: async (_root, args, ctx) => {
-        const seats = args.seat == null ? undefined : await seatNamesFor(ctx.mesh.db, args.seat);
-        return resolveCursorConnection<Promise<Call[]>>({ args, toCursor: (call: Call) => call.id, defaultSize: CALLS_PAGE_DEFAULT, maxSize: CALLS_PAGE_MAX }, (page) =>
-          listCalls(ctx.mesh, { seats, state: args.state, caller: args.caller }, page),
-        );
-      },
+      resolve: (_root, args, ctx) =>
+        resolveCursorConnection<Promise<Call[]>>({ args, toCursor: (call: Call) => call.id, defaultSize: CALLS_PAGE_DEFAULT, maxSize: CALLS_PAGE_MAX }, (page) =>
+          listCalls(ctx.mesh, args, page),
+        ),
     },
     { name: 'CallConnection', description: 'A page of calls, newest first.' },
     { name: 'CallEdge' },
@@ -43,6 +33,6 @@ builder.mutationFields((t) => ({
     type: CallRef,
     description:
       "Calls any seat's verb on `<subjects>.seat.<seat>.<verb>` after judging the arguments against the seat's row; waits timeoutMs (default 10 000, at most 60 000). Answers the call, OK or FAILED (time-out, no responders, the seat's error).",
-    ...verbMutation(t, 'callVerb'),
+    ...verbMutation(t, callVerbVerb),
   }),
 }));

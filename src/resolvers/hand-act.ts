@@ -1,8 +1,8 @@
 import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { builder } from '../schema/builder.js';
-import { ConsumerResetRef } from '../schema/consumer-reset.js';
 import { HandActRef, RepeatedCauseRef } from '../schema/hand-act.js';
-import { HAND_ACTS_PAGE_MAX, listHandActs, repeatedCauses, type HandAct } from '../services/hand-acts/hand-acts.js';
+import { HAND_ACTS_PAGE_DEFAULT, HAND_ACTS_PAGE_MAX, listHandActs, repeatedCauses, type HandAct } from '../services/hand-acts/hand-acts.js';
+import { recordHandActVerb } from '../services/hand-acts/verbs.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -12,7 +12,7 @@ builder.queryFields((t) => ({
       description: 'The hand-act log, newest first, from `since` and of one `cause` when given.',
       args: { since: t.arg({ type: 'DateTime' }), cause: t.arg.string() },
       resolve: (_root, args, ctx) =>
-        resolveCursorConnection<HandAct[]>({ args, toCursor: (act: HandAct) => act.id, defaultSize: 20, maxSize: HAND_ACTS_PAGE_MAX }, (page) =>
+        resolveCursorConnection<HandAct[]>({ args, toCursor: (act: HandAct) => act.id, defaultSize: HAND_ACTS_PAGE_DEFAULT, maxSize: HAND_ACTS_PAGE_MAX }, (page) =>
           listHandActs(ctx.mesh, { since: args.since, cause: args.cause }, page),
         ),
     },
@@ -30,14 +30,7 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   recordHandAct: t.field({
     type: HandActRef,
-    description:
-      'Records a repair done by hand outside the mesh, so it leaves a trace with its why.',
-    ...verbMutation(t, 'recordHandAct'),
-  }),
-  resetConsumer: t.field({
-    type: ConsumerResetRef,
-    description:
-      'Deletes a JetStream durable consumer and creates it again with its configuration, delivering from the first message of the stream, or from startSeq or startTime when given. See docs/calls.md.',
-    ...verbMutation(t, 'resetConsumer'),
+    description: 'Records a repair done by hand outside the mesh, so it leaves a trace with its why.',
+    ...verbMutation(t, recordHandActVerb),
   }),
 }));

@@ -1,6 +1,7 @@
 import { builder } from '../schema/builder.js';
 import { PlanRef, PlanStateEnum } from '../schema/plan.js';
-import { listPlans, PLANS_LISTED_DEFAULT, PLANS_LISTED_MAX } from '../services/plans/plans.js';
+import { listPlans, PLANS_LISTED_DEFAULT, PLANS_LISTED_MAX } from '../services/plans/plan.js';
+import { closePlanVerb, pushVerb, stopPlanVerb } from '../services/plans/verbs.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -17,16 +18,16 @@ builder.mutationFields((t) => ({
     type: PlanRef,
     description:
       "Plans a build's rollout to a seat's holders: in the tiers given, else one tier per site in name order. Behind a plan not yet CLOSED it waits QUEUED.",
-    ...verbMutation(t, 'push'),
+    ...verbMutation(t, pushVerb),
   }),
   stopPlan: t.field({
     type: PlanRef,
     description: 'Halts an OPEN plan (STOPPED).',
-    ...verbMutation(t, 'stopPlan'),
+    ...verbMutation(t, stopPlanVerb),
   }),
   closePlan: t.field({
     type: PlanRef,
     description: 'Ends a plan in any state (CLOSED); plans QUEUED behind it open.',
-    ...verbMutation(t, 'closePlan'),
+    ...verbMutation(t, closePlanVerb),
   }),
 }));

@@ -1,5 +1,4 @@
 import SchemaBuilder from '@pothos/core';
-import DataloaderPlugin from '@pothos/plugin-dataloader';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
@@ -20,7 +19,7 @@ export interface SchemaTypes {
 
 export const builder = new SchemaBuilder<SchemaTypes>({
   // Errors first so that a refusal by scope-auth comes back as a ForbiddenError as data.
-  plugins: [ErrorsPlugin, ScopeAuthPlugin, DataloaderPlugin, RelayPlugin],
+  plugins: [ErrorsPlugin, ScopeAuthPlugin, RelayPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
     authScopes: (ctx) => ({

@@ -1,15 +1,10 @@
 import type DataLoader from 'dataloader';
+import type { Caller } from '../services/access/caller.js';
 import type { Mesh } from '../services/mesh.js';
 import type { Machine } from '../services/machines/machines.js';
-import type { Holding, Seat } from '../services/seats/seats.js';
+import type { Seat } from '../services/seats/seats.js';
+import { type Holding } from '../services/seats/holdings.js';
 
-export type Scope = 'read' | 'act' | 'admin';
-
-/** Who is asking: a token's name and scopes, or `local` with every scope when no tokens are set. */
-export interface Caller {
-  name: string;
-  scopes: ReadonlySet<Scope>;
-}
 
 /** Per-request loaders: each seat, machine and holding list is fetched once per request. */
 export interface Loaders {

@@ -1,4 +1,4 @@
-import type { Holding } from '../services/seats/seats.js';
+import { type Holding } from '../services/seats/holdings.js';
 import { builder } from './builder.js';
 import { MachineRef } from './machine.js';
 import { SeatRef } from './seat.js';

@@ -1,4 +1,4 @@
-import { PLAN_STATES, type Plan } from '../services/plans/plans.js';
+import { PLAN_STATES, type Plan } from '../services/plans/plan.js';
 import { builder } from './builder.js';
 
 export const PlanStateEnum = builder.enumType('PlanState', {

@@ -1,5 +1,5 @@
 import type { Seat } from '../services/seats/seats.js';
-import type { Verb, VerbArg } from '../services/seats/protocol.js';
+import { ARG_TYPES, type Verb, type VerbArg } from '../services/seats/protocol.js';
 import { builder } from './builder.js';
 import { HoldingRef } from './holding.js';
 
@@ -40,3 +40,35 @@ export const SeatRef = builder.objectRef<Seat>('Seat').implement({
     }),
   }),
 });
+
+const VerbArgInput = builder.inputType('VerbArgInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    type: t.string({ required: true, description: `One of ${ARG_TYPES.join(', ')}.` }),
+    required: t.boolean({ defaultValue: false }),
+  }),
+});
+
+const VerbInput = builder.inputType('VerbInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    acting: t.boolean({ defaultValue: false }),
+    args: t.field({ type: [VerbArgInput], defaultValue: [] }),
+  }),
+});
+
+export const SeatInput = builder.inputType('SeatInput', {
+  description: 'A seat to create, or changes to the seat the name resolves to: fields left out keep their value.',
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    scope: t.string(),
+    delivers: t.string(),
+    decided: t.string(),
+    replicated: t.boolean(),
+    accepts: t.stringList(),
+    emits: t.stringList(),
+    serves: t.field({ type: [VerbInput] }),
+    protocol: t.string({ description: 'The whole protocol as JSON text, `{"accepts":[…],"emits":[…],"serves":[…]}`; instead of accepts/emits/serves.' }),
+  }),
+});
+

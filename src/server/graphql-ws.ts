@@ -4,8 +4,10 @@ import { CloseCode, handleProtocols, makeServer, type Context as WsContext } fro
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { WebSocket, type WebSocketServer } from 'ws';
-import type { Caller, GatewayContext } from '../schema/context.js';
+import type { GatewayContext } from '../schema/context.js';
+import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
+import { operationKey } from '../fanout/operation-key.js';
 import { markLiveContext, type Fanout, type Group, type PreparedOperation } from '../fanout/engine.js';
 
 /** How often each socket is pinged; one that has not answered the previous ping by then is ended. */
@@ -56,7 +58,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs 
     onSubscribe: async (ctx, id, params) => {
       const caller = ctx.extra.caller as Caller;
       const socket = ctx.extra.socket;
-      const key = fanout?.keyOf(params, caller);
+      const key = fanout ? operationKey(caller, params) : undefined;
       const existing = key === undefined ? undefined : fanout?.group(key);
       if (existing) return joinArgs(existing, socket, id, params.operationName);
 

@@ -5,7 +5,8 @@ import { GraphQLError, type FieldNode, type GraphQLSchema, type ValidationContex
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import type { Caller, GatewayContext } from '../schema/context.js';
+import type { GatewayContext } from '../schema/context.js';
+import type { Caller } from '../services/access/caller.js';
 import { Fanout, liveExecutionPlugin } from '../fanout/engine.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { LIVE_STATUS_FIELDS, STATUS_QUERY_FIELDS } from '../fanout/status-fields.js';

@@ -1,11 +1,14 @@
 import { EventEmitter } from 'node:events';
 
 /**
- * What happens inside one replica that other parts react to: a plan opening starts its rollout,
- * news and acting verbs ask for a composition. In-process only; across replicas the bus carries it.
+ * Notifications inside one replica: they start no work of their own. The one listener in src/ is
+ * the composer (src/services/status/composer.ts), which turns `news`, `acted` and `plan-changed`
+ * into a request for a composition; tests listen too. Work that must follow a change is an
+ * explicit call — a plan that opens has its rollout started by `push`/`closePlan` themselves.
+ * In-process only; across replicas the bus carries it.
  */
 export interface MeshEventMap {
-  /** A plan became OPEN (pushed, or released from behind another): its first tier can be applied. */
+  /** A plan became OPEN (pushed, or released from behind another); its rollout is started by the same call. */
   'plan-opened': [planId: string];
   /** A plan changed state by a verb or a report. */
   'plan-changed': [planId: string];

@@ -12,7 +12,12 @@ import type { MeshEvents } from './events.js';
 import type { HandAct } from './hand-acts/hand-acts.js';
 import type { Leases } from './replicas/leases.js';
 
-/** The running gateway's dependencies, handed to every service call that needs more than the store. */
+/**
+ * The running gateway's dependencies, made once by src/gateway.ts. Only the layers above services
+ * (schema, resolvers, transports) and the controller's registry take it whole: each domain under
+ * src/services/<domain>/ declares the few capabilities it needs (e.g. `CallsMesh`, `PlansMesh`),
+ * which this type satisfies structurally — so no domain imports this file and no cycle runs through it.
+ */
 export interface Mesh {
   config: Config;
   db: Store;

@@ -1,18 +1,19 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { Caller, Scope } from '../../schema/context.js';
 import { Forbidden, Invalid } from '../../kernel/errors.js';
+import { isName, NAME_RULE } from '../../kernel/names.js';
+import { SCOPES, type Caller, type Scope } from './caller.js';
 
 /** Everyone is this caller when no tokens are configured (the gateway then listens on loopback only). */
-export const LOCAL_CALLER: Caller = { name: 'local', scopes: new Set<Scope>(['read', 'act', 'admin']) };
+export const LOCAL_CALLER: Caller = { name: 'local', scopes: new Set<Scope>(SCOPES) };
 
 const tokensFileSchema = z.object({
   tokens: z
     .array(
       z.object({
-        name: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/),
-        scopes: z.array(z.enum(['read', 'act', 'admin'])),
+        name: z.string().refine(isName, NAME_RULE),
+        scopes: z.array(z.enum(SCOPES)),
         sha256: z.string().regex(/^[0-9a-f]{64}$/, 'the hex SHA-256 of the token'),
       }),
     )

@@ -1,10 +1,13 @@
 import { NoRespondersError, RequestError, TimeoutError } from '@nats-io/transport-node';
-import { failCall, finishCallWithText, markRecorded, refuseCall, startCall, type Call, type CallDoor, type NewCall } from './records.js';
+import type { Logger } from 'pino';
+import type { Bus } from '../../bus/nats.js';
+import type { Subjects } from '../../bus/subjects.js';
 import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
-import type { Mesh } from '../mesh.js';
 import { checkName } from '../../kernel/names.js';
+import type { Catalogue } from '../seats/catalogue.js';
 import type { ArgType, Verb } from '../seats/protocol.js';
-import { seatByName } from '../seats/seats.js';
+import { seatByName, type Db } from '../seats/seats.js';
+import { callErrorOf, failCall, finishCallWithText, markRecorded, refuseCall, startCall, type Call, type CallDoor, type CallsMesh, type NewCall } from './records.js';
 
 /** A forwarded call waits this long by default: a verb that takes longer should answer at once and report later. */
 export const CALL_TIMEOUT_DEFAULT_MS = 10_000;
@@ -82,7 +85,14 @@ export interface CallVerbRequest {
   door: CallDoor;
 }
 
-const asError = (error: unknown) => (error instanceof DomainError ? { code: error.code, message: error.message } : { code: 'INTERNAL', message: String(error) });
+/** What forwarding a call needs of the mesh: the calls log, the seats to judge against, the bus to send on. */
+export interface ForwardMesh extends CallsMesh {
+  db: Db;
+  catalogue: Catalogue;
+  bus: Pick<Bus, 'nc'>;
+  subjects: Pick<Subjects, 'seatVerb'>;
+  logger: Logger;
+}
 
 /** The recorded form of a refused call's seat or verb: as given, shortened, so a bad name is still visible. */
 const label = (value: unknown) => (typeof value === 'string' ? value.slice(0, 200) : String(value).slice(0, 200));
@@ -94,7 +104,7 @@ const label = (value: unknown) => (typeof value === 'string' ? value.slice(0, 20
  * the call is recorded RUNNING, sent, and recorded OK with the answer, or FAILED with the seat's
  * error, a time-out or no responders; the call is returned either way.
  */
-export async function callVerb(mesh: Mesh, request: CallVerbRequest): Promise<Call> {
+export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): Promise<Call> {
   const record: NewCall = { seat: label(request.seat), verb: label(request.verb), args: request.args ?? {}, caller: request.caller, door: request.door };
   let verb: Verb;
   let args: Record<string, unknown>;
@@ -113,7 +123,8 @@ export async function callVerb(mesh: Mesh, request: CallVerbRequest): Promise<Ca
     }
     args = judgeArgs(seat.name, verb, request.args);
   } catch (error) {
-    markRecorded(error, (await refuseCall(mesh, record, asError(error))).id);
+    if (!(error instanceof DomainError)) mesh.logger.error({ err: error, seat: record.seat, verb: record.verb }, 'judging a forwarded call failed');
+    markRecorded(error, (await refuseCall(mesh, record, callErrorOf(error))).id);
     throw error;
   }
   const call = await startCall(mesh, { ...record, args });
@@ -137,7 +148,7 @@ function requestError(error: unknown, timeout: number) {
 }
 
 /** Reads a seat's answer by the wire contract: `{"ok":true,"answer":…}` or `{"ok":false,"error":{…}}`. */
-async function recordAnswer(mesh: Mesh, call: Call, text: string): Promise<Call> {
+async function recordAnswer(mesh: CallsMesh, call: Call, text: string): Promise<Call> {
   let reply: unknown;
   try {
     reply = JSON.parse(text);

@@ -1,13 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
 import { CALLS_KEPT, CALLS_KEPT_FOR_MS, type Buckets } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
-import type { Store } from '../../store/db.js';
-import { Invalid, NotFound } from '../../kernel/errors.js';
-import type { Mesh } from '../mesh.js';
-import { aliasesOfSeats, resolveSeatName } from '../seats/seats.js';
+import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
+import { ID_PATTERN, newId } from '../../kernel/ids.js';
+import { newestFirst, pageOf, type PageRequest } from '../../kernel/pages.js';
+import { oneOf } from '../../kernel/values.js';
+import { aliasesOfSeats, resolveSeatName, type Db } from '../seats/seats.js';
 
 /** A call's answer is kept up to this many bytes of JSON: enough to read, small enough that 1000 fit in memory. */
 export const ANSWER_BOUND = 64 * 1024;
@@ -22,8 +22,12 @@ export type CallState = (typeof CALL_STATES)[number];
 export const CALL_DOORS = ['GRAPHQL', 'NATS'] as const;
 export type CallDoor = (typeof CALL_DOORS)[number];
 
-/** What the calls functions need of the mesh: its buckets, this replica's views and its name. */
-export type CallsMesh = Pick<Mesh, 'buckets' | 'views' | 'config'>;
+/** What the calls functions need of the mesh: the calls bucket, this replica's view of it and the replica's name. */
+export interface CallsMesh {
+  buckets: Pick<Buckets, 'calls'>;
+  views: { calls: KvView<CallSummary> };
+  config: { replica: string };
+}
 
 export interface CallError {
   code: string;
@@ -76,12 +80,6 @@ export function boundText(text: string, bound: number): { text: string; truncate
   return { text: decoder.decode(bytes.subarray(0, end)), truncated: true, bytes: bytes.length };
 }
 
-/** Ids sort by start time (base-36 milliseconds, then randomness), so the newest id is the greatest. */
-export function newCallId(now = Date.now()): string {
-  return `${now.toString(36).padStart(9, '0')}${randomBytes(5).toString('hex')}`;
-}
-
-const CALL_ID = /^[0-9a-z]{19}$/;
 
 function decodeCall(entry: KvEntry): Call | undefined {
   try {
@@ -121,7 +119,7 @@ function keptArgs(args: unknown): { args: unknown; argsTruncated: boolean } {
 function fresh(mesh: CallsMesh, call: NewCall, state: CallState): Call {
   const now = Date.now();
   return {
-    id: newCallId(now),
+    id: newId(now),
     seat: call.seat,
     verb: call.verb,
     ...keptArgs(call.args),
@@ -137,6 +135,14 @@ function fresh(mesh: CallsMesh, call: NewCall, state: CallState): Call {
     replica: mesh.config.replica,
   };
 }
+
+/**
+ * The one mapping of an error into a call record and a door's answer: a domain error keeps its code
+ * and message; anything else is INTERNAL with a fixed text, so an unexpected error's own words
+ * (stack details, SQL, hosts) never reach a client through `Call.error`. The caller logs it.
+ */
+export const callErrorOf = (error: unknown): CallError =>
+  error instanceof DomainError ? { code: error.code, message: error.message } : { code: 'INTERNAL', message: 'internal error; the gateway logged it' };
 
 const recorded = new WeakMap<object, string>();
 
@@ -192,7 +198,7 @@ export function failCall(mesh: CallsMesh, call: Call, error: CallError, answerTe
 
 /** The call with that id, read from the bucket (not the view), with its revision; undefined when absent. */
 export async function readCall(mesh: CallsMesh, id: string): Promise<{ call: Call; revision: number } | undefined> {
-  if (!CALL_ID.test(id)) return undefined;
+  if (!ID_PATTERN.test(id)) return undefined;
   const entry = await mesh.buckets.calls.get(id);
   if (!entry || entry.operation !== 'PUT') return undefined;
   const call = decodeCall(entry);
@@ -201,13 +207,13 @@ export async function readCall(mesh: CallsMesh, id: string): Promise<{ call: Cal
 
 /** The call with that id, across restarts of any replica; NotFound when the bucket has none (or no longer). */
 export async function callById(mesh: CallsMesh, id: string): Promise<Call> {
-  if (typeof id !== 'string' || !CALL_ID.test(id)) throw new Invalid(`call id ${JSON.stringify(String(id).slice(0, 60))} is malformed: 19 letters and digits`, 'id');
+  if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw new Invalid(`call id ${JSON.stringify(String(id).slice(0, 60))} is malformed: 19 letters and digits`, 'id');
   const found = await readCall(mesh, id);
   if (!found) throw new NotFound('call', id);
   return found.call;
 }
 
-export interface CallFilter {
+interface CallFilter {
   /** A seat's name; with `seats`, any of those names (a seat and its aliases). */
   seat?: string | null;
   seats?: readonly string[];
@@ -219,7 +225,7 @@ export interface CallFilter {
  * The names a seat filter matches: the name asked, the seat it resolves to and that seat's aliases,
  * so calls recorded before a rename are found under the new name and the old.
  */
-export async function seatNamesFor(db: Store, name: string): Promise<string[]> {
+async function seatNamesFor(db: Db, name: string): Promise<string[]> {
   const canonical = await resolveSeatName(db, name);
   if (!canonical) return [name];
   const [aliases] = await aliasesOfSeats(db, [canonical]);
@@ -232,31 +238,26 @@ export function callSummaries(mesh: CallsMesh, filter: CallFilter = {}): CallSum
     .values()
     .map((e) => e.value)
     .filter((c) => (filter.seats ? filter.seats.includes(c.seat) : !filter.seat || c.seat === filter.seat) && (!filter.state || c.state === filter.state) && (!filter.caller || c.caller === filter.caller))
-    .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    .sort(newestFirst);
 }
 
-/** A cursor page over a newest-first list: ids are cursors; `inverted` takes from the oldest end (relay `last`). */
-export interface PageRequest {
-  after?: string | null;
-  before?: string | null;
-  limit: number;
-  inverted?: boolean;
-}
-
-/** Applies a page request to items sorted newest first by id. */
-export function pageOf<T extends { id: string }>(items: T[], page: PageRequest): T[] {
-  const { after, before } = page;
-  const within = items.filter((c) => (!after || c.id < after) && (!before || c.id > before));
-  return (page.inverted ? within.reverse() : within).slice(0, Math.max(0, page.limit));
+/** What a reader of calls asks for: a seat by any of its names, a state (CallState's name), a caller. */
+export interface CallQuery {
+  seat?: string | null;
+  state?: string | null;
+  caller?: string | null;
 }
 
 /**
- * A page of calls, newest first, each read whole from the bucket; older than `after` (a call id)
- * when given. The caller bounds `limit` (CALLS_PAGE_MAX).
+ * The `calls` reading, whichever door asks: a page of calls newest first, each read whole from the
+ * bucket, older than `after` (a call id) when given; a seat matches its calls under any of its
+ * names. Invalid for an unknown state or a page over CALLS_PAGE_MAX.
  */
-export async function listCalls(mesh: CallsMesh, filter: CallFilter, page: PageRequest): Promise<Call[]> {
+export async function listCalls(mesh: CallsMesh & { db: Db }, query: CallQuery, page: PageRequest): Promise<Call[]> {
   if (page.limit > CALLS_PAGE_MAX + 1) throw new Invalid(`at most ${CALLS_PAGE_MAX} calls a page`, 'first');
-  const wanted = pageOf(callSummaries(mesh, filter), page);
+  const state = oneOf(query.state, CALL_STATES, 'state');
+  const seats = query.seat == null ? undefined : await seatNamesFor(mesh.db, query.seat);
+  const wanted = pageOf(callSummaries(mesh, { seats, state, caller: query.caller }), page);
   const read = await Promise.all(wanted.map((c) => readCall(mesh, c.id)));
   return read.flatMap((r) => (r ? [r.call] : []));
 }

@@ -1,6 +1,6 @@
 import { DeliverPolicy, type ConsumerConfig, type ConsumerInfo } from '@nats-io/jetstream';
 import { Conflict, Invalid, NotFound } from '../../kernel/errors.js';
-import type { Mesh } from '../mesh.js';
+import type { Bus } from '../../bus/nats.js';
 import { checkName } from '../../kernel/names.js';
 
 export interface ConsumerResetRequest {
@@ -30,6 +30,11 @@ function notFound(error: unknown, stream: string, consumer: string): never {
   throw error;
 }
 
+/** What resetting a consumer needs of the mesh: the JetStream manager. */
+export interface ConsumersMesh {
+  bus: Pick<Bus, 'jsm'>;
+}
+
 /**
  * Resets a JetStream durable consumer for real (2.9 has no reset API): reads its configuration,
  * deletes it and creates it again under the same name with that configuration, delivery starting
@@ -39,7 +44,7 @@ function notFound(error: unknown, stream: string, consumer: string): never {
  * consumer (NotFound), both starts at once (Invalid). If creating it again fails, the old
  * configuration is put back and the error thrown.
  */
-export async function resetConsumer(mesh: Pick<Mesh, 'bus'>, request: ConsumerResetRequest): Promise<ConsumerReset> {
+export async function resetConsumer(mesh: ConsumersMesh, request: ConsumerResetRequest): Promise<ConsumerReset> {
   const { stream, consumer } = request;
   checkName(stream, 'stream');
   checkName(consumer, 'consumer');

@@ -1,168 +1,75 @@
-import { callVerb, judgeArgs } from '../calls/forward.js';
-import {
-  CALL_STATES,
-  CALLS_PAGE_DEFAULT,
-  callById,
-  failCall,
-  finishCall,
-  listCalls,
-  markRecorded,
-  refuseCall,
-  seatNamesFor,
-  startCall,
-  type Call,
-  type CallDoor,
-  type CallError,
-  type CallState,
-} from '../calls/records.js';
-import { resetConsumer } from '../consumers/reset.js';
-import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
-import { DURATION_KINDS, summarise, type DurationKind } from '../durations/durations.js';
-import { appendHandAct, checkActing, listHandActs, repeatedCauses } from '../hand-acts/hand-acts.js';
-import type { Mesh } from '../mesh.js';
-import { closePlan, listPlans, PLAN_STATES, push, stopPlan, type PlanState } from '../plans/plans.js';
-import { controllerVerb } from './verbs.js';
+import type { Logger } from 'pino';
+import { DomainError, NotFound } from '../../kernel/errors.js';
+import { judgeArgs } from '../calls/forward.js';
+import { callErrorOf, failCall, finishCall, markRecorded, refuseCall, startCall, type Call, type CallDoor, type CallsMesh } from '../calls/records.js';
+import { protocolOf, type ArgSpecs, type ArgsOf, type ControllerVerb } from '../calls/verb.js';
+import type { MeshEvents } from '../events.js';
+import { checkActing } from '../hand-acts/hand-acts.js';
 
-/** Who asked, through which door, and the call that records it. */
-export interface VerbContext {
-  caller: string;
-  door: CallDoor;
-  callId: string;
+/** What dispatching a verb needs of the mesh besides what the verb itself needs: the calls log, a logger, the events. */
+export interface DispatchMesh extends CallsMesh {
+  config: { controller: string; replica: string };
+  logger: Logger;
+  events: MeshEvents;
 }
 
-/** Runs one controller verb on judged arguments and answers its result (JSON-serialisable). */
-export type VerbHandler = (mesh: Mesh, args: Record<string, any>, ctx: VerbContext) => Promise<unknown>;
-
+/** Who calls, through which door, with what (not yet judged). */
 export interface Invocation {
-  verb: string;
   args: unknown;
   caller: string;
   door: CallDoor;
 }
 
-export interface Outcome<T = unknown> {
+export interface Outcome<T> {
   call: Call;
   result: T;
 }
 
-const since = (value: unknown) => (typeof value === 'string' ? new Date(value) : undefined);
-
-function oneOf<T extends string>(value: unknown, allowed: readonly T[], field: string): T | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!allowed.includes(value as T)) throw new Invalid(`${field} must be one of ${allowed.join(', ')}`, field);
-  return value as T;
-}
-
-/** An acting verb's hand-act, appended after its work, carrying its why and its call. */
-async function leaveTrace(mesh: Mesh, args: Record<string, any>, ctx: VerbContext, act: string, target: string | null) {
-  return appendHandAct(mesh, { actor: ctx.caller, act, target, why: args.why, cause: args.cause, condition: args.condition, callId: ctx.callId });
-}
-
-const handlers: Record<string, VerbHandler> = {
-  async push(mesh, args, ctx) {
-    const plan = await push(mesh, { seat: args.seat, build: args.build, behind: args.behind, tiers: args.tiers });
-    await leaveTrace(mesh, args, ctx, 'push', `${plan.id} (${plan.build} to ${plan.seat})`);
-    return plan;
-  },
-  async stopPlan(mesh, args, ctx) {
-    const plan = await stopPlan(mesh, args.id);
-    await leaveTrace(mesh, args, ctx, 'stopPlan', plan.id);
-    return plan;
-  },
-  async closePlan(mesh, args, ctx) {
-    const plan = await closePlan(mesh, args.id);
-    await leaveTrace(mesh, args, ctx, 'closePlan', plan.id);
-    return plan;
-  },
-  async resetConsumer(mesh, args, ctx) {
-    const reset = await resetConsumer(mesh, { stream: args.stream, consumer: args.consumer, startSeq: args.startSeq, startTime: args.startTime });
-    await leaveTrace(mesh, args, ctx, 'resetConsumer', `${reset.stream}/${reset.consumer}`);
-    return reset;
-  },
-  async recordHandAct(mesh, args, ctx) {
-    return leaveTrace(mesh, args, ctx, args.act, args.target ?? null);
-  },
-  async call(mesh, args) {
-    return callById(mesh, args.id);
-  },
-  async calls(mesh, args) {
-    const first = args.first ?? CALLS_PAGE_DEFAULT;
-    const state = oneOf<CallState>(args.state, CALL_STATES, 'state');
-    const seats = args.seat == null ? undefined : await seatNamesFor(mesh.db, args.seat);
-    const page = await listCalls(mesh, { seats, state, caller: args.caller }, { after: args.after, limit: first + 1 });
-    return { calls: page.slice(0, first), hasNextPage: page.length > first };
-  },
-  async handActs(mesh, args) {
-    const first = args.first ?? CALLS_PAGE_DEFAULT;
-    const page = listHandActs(mesh, { since: since(args.since), cause: args.cause }, { after: args.after, limit: first + 1 });
-    return { handActs: page.slice(0, first), hasNextPage: page.length > first };
-  },
-  async repeatedCauses(mesh, args) {
-    return repeatedCauses(mesh, since(args.since));
-  },
-  async plans(mesh, args) {
-    return listPlans(mesh.db, { state: oneOf<PlanState>(args.state, PLAN_STATES, 'state'), first: args.first });
-  },
-  // The last composition, at once: the verb never composes while its caller waits.
-  async status(mesh) {
-    const composition = mesh.status.current();
-    if (!composition) throw new Unavailable('no composition has been heard yet; the serving replica composes at start');
-    return composition;
-  },
-  async durations(mesh, args) {
-    const kinds = DURATION_KINDS.map((k) => k.toUpperCase());
-    const kind = oneOf(typeof args.kind === 'string' ? args.kind.toUpperCase() : args.kind, kinds, 'kind');
-    return summarise(mesh.db, mesh.config, kind ? (kind.toLowerCase() as DurationKind) : undefined, since(args.since));
-  },
-};
-
-export const errorOf = (error: unknown): CallError =>
-  error instanceof DomainError ? { code: error.code, message: error.message } : { code: 'INTERNAL', message: 'internal error; the gateway logged it' };
+/** A refused call keeps its verb as given, shortened, so a bad name is still visible. */
+const VERB_LABEL_MAX = 200;
 
 /**
  * The one path of every controller verb, whichever door it came through (GraphQL mutation or NATS
- * request). Judges the arguments against the verb's row in CONTROLLER_VERBS (unknown verb or
- * argument, missing or mistyped argument, blank why: recorded FAILED and thrown); writes the call
- * RUNNING, runs the handler, records OK with the answer or FAILED with the error (and throws it);
- * emits `acted` after an acting verb. callVerb records the forwarded call itself, under the target seat.
+ * request). Judges the arguments against the verb's declaration (unknown, missing or mistyped
+ * argument, blank why: recorded FAILED and thrown); writes the call RUNNING, runs the handler,
+ * records OK with the answer or FAILED with the error (and throws it); emits `acted` after an
+ * acting verb. A verb that records its own call (callVerb) is run without one here.
  */
-export async function invokeControllerVerb<T = unknown>(mesh: Mesh, invocation: Invocation): Promise<Outcome<T>> {
-  const controller = mesh.config.controller;
-  const base = { seat: controller, verb: String(invocation.verb).slice(0, 200), args: invocation.args ?? {}, caller: invocation.caller, door: invocation.door };
-  const verb = controllerVerb(invocation.verb);
-  let args: Record<string, any>;
+export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMesh, verb: ControllerVerb<D, A, R>, invocation: Invocation): Promise<Outcome<R>> {
+  const base = { seat: mesh.config.controller, verb: verb.name, args: invocation.args ?? {}, caller: invocation.caller, door: invocation.door };
+  let args: ArgsOf<A>;
   try {
-    if (!verb) throw new NotFound('verb', `${controller}.${invocation.verb}`);
-    args = judgeArgs(controller, verb, invocation.args);
-    if (verb.acting) Object.assign(args, checkActing(args));
-    if (verb.name !== 'callVerb' && !handlers[verb.name]) {
-      throw new Unavailable(`${verb.name} is not served by this build yet`);
-    }
+    // judgeArgs proves each argument has its declared type: the one place the declaration becomes the type.
+    const judged = judgeArgs(mesh.config.controller, protocolOf(verb), invocation.args);
+    if (verb.acting) Object.assign(judged, checkActing(judged));
+    args = judged as ArgsOf<A>;
   } catch (error) {
-    markRecorded(error, (await refuseCall(mesh, base, errorOf(error))).id);
+    markRecorded(error, (await refuseCall(mesh, base, callErrorOf(error))).id);
     throw error;
   }
-  if (verb!.name === 'callVerb') {
-    const call = await callVerb(mesh, { seat: args.seat, verb: args.verb, args: args.args, timeoutMs: args.timeoutMs, caller: invocation.caller, door: invocation.door });
-    return { call, result: call as T };
+  if (verb.recordsItsOwnCall) {
+    const result = await verb.run(mesh, args, { caller: invocation.caller, door: invocation.door, callId: '' });
+    return { call: result as Call, result };
   }
   const call = await startCall(mesh, { ...base, args });
-  let result: unknown;
+  let result: R;
   try {
-    result = await handlers[verb!.name]!(mesh, args, { caller: invocation.caller, door: invocation.door, callId: call.id });
+    result = await verb.run(mesh, args, { caller: invocation.caller, door: invocation.door, callId: call.id });
   } catch (error) {
-    if (!(error instanceof DomainError)) mesh.logger.error({ err: error, verb: verb!.name, call: call.id }, 'controller verb failed');
-    await failCall(mesh, call, errorOf(error)).catch((err) => mesh.logger.error({ err, call: call.id }, 'could not record a failed call'));
+    if (!(error instanceof DomainError)) mesh.logger.error({ err: error, verb: verb.name, call: call.id }, 'controller verb failed');
+    await failCall(mesh, call, callErrorOf(error)).catch((err) => mesh.logger.error({ err, call: call.id }, 'could not record a failed call'));
     markRecorded(error, call.id);
     throw error;
   }
   const finished = await finishCall(mesh, call, result);
-  if (verb!.acting) mesh.events.emit('acted', verb!.name);
-  return { call: finished, result: result as T };
+  if (verb.acting) mesh.events.emit('acted', verb.name);
+  return { call: finished, result };
 }
 
-/** What a verb cannot answer yet: a verb of the table without a handler, or no composition heard. */
-class Unavailable extends DomainError {
-  override name = 'Unavailable';
-  readonly code = 'UNAVAILABLE';
+/** A request for a verb the controller does not serve: recorded FAILED under the name asked, and thrown. */
+export async function refuseUnknownVerb(mesh: DispatchMesh, name: string, invocation: Invocation): Promise<never> {
+  const error = new NotFound('verb', `${mesh.config.controller}.${name}`);
+  const refused = await refuseCall(mesh, { seat: mesh.config.controller, verb: String(name).slice(0, VERB_LABEL_MAX), args: invocation.args ?? {}, caller: invocation.caller, door: invocation.door }, callErrorOf(error));
+  markRecorded(error, refused.id);
+  throw error;
 }

@@ -1,8 +1,10 @@
 import { headers, type Msg, type Subscription } from '@nats-io/transport-node';
-import { recordedCallOf, refuseCall } from '../calls/records.js';
-import { errorOf, invokeControllerVerb } from './invoke.js';
 import { Invalid } from '../../kernel/errors.js';
+import { isName } from '../../kernel/names.js';
+import { callErrorOf, recordedCallOf, refuseCall } from '../calls/records.js';
 import type { Mesh } from '../mesh.js';
+import { invokeVerb, refuseUnknownVerb } from './invoke.js';
+import { controllerVerb } from './verbs.js';
 
 /** A NATS request body is at most 1 MiB: arguments, not payloads; NATS's own default limit. */
 export const NATS_BODY_MAX = 1024 * 1024;
@@ -10,7 +12,6 @@ export const NATS_BODY_MAX = 1024 * 1024;
 export const RESPONDER_IN_FLIGHT_MAX = 256;
 
 const NUID = /^[0-9A-Za-z]{22}$/;
-const NAME = /^[A-Za-z0-9_-]{1,200}$/;
 
 /**
  * The caller of a NATS call, named from the inbox its answer goes to: `_INBOX.<caller>.…`, as a
@@ -24,7 +25,7 @@ export function callerFromInbox(reply: string | undefined): string {
   if (tokens[0] !== '_INBOX' || tokens.length < 3) return 'unnamed';
   const name = tokens[1]!;
   if (tokens.length === 3 && NUID.test(name)) return 'unnamed';
-  return NAME.test(name) ? name : 'unnamed';
+  return isName(name) ? name : 'unnamed';
 }
 
 const encoder = new TextEncoder();
@@ -69,14 +70,15 @@ async function handle(mesh: Mesh, msg: Msg): Promise<void> {
     args = readBody(msg.data);
   } catch (error) {
     const raw = msg.data.length > NATS_BODY_MAX ? `(${msg.data.length} bytes, not kept)` : new TextDecoder().decode(msg.data.subarray(0, 4096));
-    const refused = await refuseCall(mesh, { seat: mesh.config.controller, verb, args: raw, caller, door }, errorOf(error));
-    return answer(mesh, msg, { ok: false, error: errorOf(error) }, refused.id);
+    const refused = await refuseCall(mesh, { seat: mesh.config.controller, verb, args: raw, caller, door }, callErrorOf(error));
+    return answer(mesh, msg, { ok: false, error: callErrorOf(error) }, refused.id);
   }
   try {
-    const { call, result } = await invokeControllerVerb(mesh, { verb, args, caller, door });
+    const known = controllerVerb(verb);
+    const { call, result } = known ? await invokeVerb(mesh, known, { args, caller, door }) : await refuseUnknownVerb(mesh, verb, { args, caller, door });
     answer(mesh, msg, { ok: true, answer: result }, call.id);
   } catch (error) {
-    answer(mesh, msg, { ok: false, error: errorOf(error) }, recordedCallOf(error));
+    answer(mesh, msg, { ok: false, error: callErrorOf(error) }, recordedCallOf(error));
   }
 }
 

@@ -1,33 +1,36 @@
-import type { ArgType, Verb, VerbArg } from '../seats/protocol.js';
-
-const arg = (name: string, type: ArgType, required = false): VerbArg => ({ name, type, required });
-
-/** What every acting verb takes besides its own arguments: the hand-act it leaves. */
-export const ACTING_ARGS: VerbArg[] = [arg('why', 'String', true), arg('cause', 'String'), arg('condition', 'String')];
-
-const acting = (name: string, args: VerbArg[]): Verb => ({ name, acting: true, args: [...args, ...ACTING_ARGS] });
-const reading = (name: string, args: VerbArg[] = []): Verb => ({ name, acting: false, args });
+import { callByIdVerb, callsVerb, callVerbVerb } from '../calls/verbs.js';
+import { protocolOf, type AnyControllerVerb } from '../calls/verb.js';
+import { resetConsumerVerb } from '../consumers/verbs.js';
+import { durationsVerb } from '../durations/verbs.js';
+import { handActsVerb, recordHandActVerb, repeatedCausesVerb } from '../hand-acts/verbs.js';
+import type { Mesh } from '../mesh.js';
+import { closePlanVerb, plansVerb, pushVerb, stopPlanVerb } from '../plans/verbs.js';
+import type { Verb } from '../seats/protocol.js';
+import { statusVerb } from '../status/verbs.js';
 
 /**
- * The controller's own verbs, defined once: its seat row is seeded from this table, the GraphQL
- * mutations take their arguments from it and the NATS responder on `<subjects>.seat.<controller>.*`
- * judges requests against it. A verb's name is its GraphQL field's name.
+ * Every verb the controller serves, each defined once in its domain's `verbs.ts`. Its seat row is
+ * seeded from this list, the GraphQL mutations take their arguments from the same objects, and
+ * the NATS responder on `<subjects>.seat.<controller>.*` looks verbs up here by name.
  */
-export const CONTROLLER_VERBS: Verb[] = [
-  acting('push', [arg('seat', 'String', true), arg('build', 'String', true), arg('behind', 'ID'), arg('tiers', '[[String]]')]),
-  acting('stopPlan', [arg('id', 'ID', true)]),
-  acting('closePlan', [arg('id', 'ID', true)]),
-  acting('resetConsumer', [arg('stream', 'String', true), arg('consumer', 'String', true), arg('startSeq', 'Int'), arg('startTime', 'DateTime')]),
-  acting('recordHandAct', [arg('act', 'String', true), arg('target', 'String')]),
-  reading('callVerb', [arg('seat', 'String', true), arg('verb', 'String', true), arg('args', 'JSON'), arg('timeoutMs', 'Int')]),
-  reading('call', [arg('id', 'ID', true)]),
-  reading('calls', [arg('first', 'Int'), arg('after', 'String'), arg('seat', 'String'), arg('state', 'String'), arg('caller', 'String')]),
-  reading('handActs', [arg('first', 'Int'), arg('after', 'String'), arg('since', 'DateTime'), arg('cause', 'String')]),
-  reading('repeatedCauses', [arg('since', 'DateTime')]),
-  reading('plans', [arg('state', 'String'), arg('first', 'Int')]),
-  reading('status'),
-  reading('durations', [arg('kind', 'String'), arg('since', 'DateTime')]),
+export const REGISTERED_VERBS: readonly AnyControllerVerb<Mesh>[] = [
+  pushVerb,
+  stopPlanVerb,
+  closePlanVerb,
+  resetConsumerVerb,
+  recordHandActVerb,
+  callVerbVerb,
+  callByIdVerb,
+  callsVerb,
+  handActsVerb,
+  repeatedCausesVerb,
+  plansVerb,
+  statusVerb,
+  durationsVerb,
 ];
 
+/** The controller's verbs as its seat row keeps them. */
+export const CONTROLLER_VERBS: Verb[] = REGISTERED_VERBS.map(protocolOf);
+
 /** The controller's verb of that name, or undefined. */
-export const controllerVerb = (name: string): Verb | undefined => CONTROLLER_VERBS.find((v) => v.name === name);
+export const controllerVerb = (name: string): AnyControllerVerb<Mesh> | undefined => REGISTERED_VERBS.find((v) => v.name === name);

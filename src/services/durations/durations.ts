@@ -2,7 +2,9 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Config } from '../../config.js';
 import type { DB, DurationTable } from '../../store/tables.js';
 import { LATE_AFTER_INTERVALS, type HeartbeatRecorded } from '../machines/machines.js';
-import type { Mesh } from '../mesh.js';
+import type { Logger } from 'pino';
+import type { Store } from '../../store/db.js';
+import { instant, oneOf } from '../../kernel/values.js';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -103,6 +105,23 @@ export async function summarise(
   return result.rows;
 }
 
+/** What reading durations needs of the mesh: the store and the bounds in force. */
+export interface DurationsMesh {
+  db: Db;
+  config: Pick<Config, 'bounds' | 'heartbeatSeconds' | 'durationRetentionDays'>;
+}
+
+const KIND_NAMES = DURATION_KINDS.map((k) => k.toUpperCase());
+
+/**
+ * The `durations` reading, whichever door asks: `kind` by its GraphQL name (APPLY, …) in either
+ * case, `since` an instant. Invalid for an unknown kind or an unreadable instant.
+ */
+export function readDurations(mesh: DurationsMesh, query: { kind?: string | null; since?: Date | string | null }): Promise<DurationSummary[]> {
+  const kind = oneOf(typeof query.kind === 'string' ? query.kind.toUpperCase() : query.kind, KIND_NAMES, 'kind');
+  return summarise(mesh.db, mesh.config, kind ? (kind.toLowerCase() as DurationKind) : undefined, instant(query.since, 'since'));
+}
+
 /** Rows deleted per statement when pruning, so one prune never holds a long lock on a big table. */
 export const PRUNE_BATCH = 10_000;
 
@@ -125,7 +144,7 @@ export async function pruneDurations(db: Kysely<DB>, retentionDays: number, now 
 export const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 /** Prunes at start and then every PRUNE_EVERY_MS; a failed prune is logged and tried again next time. */
-export function startDurationPruning(mesh: Pick<Mesh, 'db' | 'config' | 'logger'>): { stop(): Promise<void> } {
+export function startDurationPruning(mesh: { db: Store; config: Pick<Config, 'durationRetentionDays'>; logger: Logger }): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const prune = () => {
     if (running) return;

@@ -2,9 +2,9 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { HAND_ACTS_KEPT, type Buckets } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
-import { newCallId, pageOf, type PageRequest } from '../calls/records.js';
 import { Invalid } from '../../kernel/errors.js';
-import type { Mesh } from '../mesh.js';
+import { newId } from '../../kernel/ids.js';
+import { newestFirst, pageOf, type PageRequest } from '../../kernel/pages.js';
 
 /** A why, cause or condition is a sentence or a paragraph, not a document: bounded so the log stays readable. */
 export const HAND_ACT_TEXT_MAX = 4000;
@@ -13,6 +13,7 @@ export const HAND_ACT_LABEL_MAX = 200;
 /** "This week" for status and the default window of repeatedCauses: the last seven days. */
 export const HAND_ACT_WEEK_MS = 7 * 24 * 3600 * 1000;
 export const HAND_ACTS_PAGE_MAX = 500;
+export const HAND_ACTS_PAGE_DEFAULT = 20;
 
 /** One act done by hand or by an acting verb, with its why: the mesh's audit log. */
 export interface HandAct {
@@ -54,6 +55,12 @@ export function checkActing(args: { why?: unknown; cause?: unknown; condition?: 
   return { why: checkWhy(args.why), cause: text(args.cause, 'cause', HAND_ACT_LABEL_MAX), condition: text(args.condition, 'condition', HAND_ACT_TEXT_MAX) };
 }
 
+/** What the hand-act log needs of the mesh: its bucket and this replica's view of it. */
+export interface HandActLog {
+  buckets: Pick<Buckets, 'handActs'>;
+  views: { handActs: KvView<HandAct> };
+}
+
 export interface NewHandAct {
   actor: string;
   act: string;
@@ -81,13 +88,13 @@ export function startHandActView(buckets: Buckets, jsm: JetStreamManager, logger
 }
 
 /** Appends a hand-act (never overwrites one); Invalid when why is blank or a field is too long. */
-export async function appendHandAct(mesh: Mesh, input: NewHandAct): Promise<HandAct> {
+export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promise<HandAct> {
   const acting = checkActing(input);
   const act = text(input.act, 'act', HAND_ACT_LABEL_MAX);
   if (!act) throw new Invalid('act is required: name what was done', 'act');
   const now = Date.now();
   const record: HandAct = {
-    id: newCallId(now),
+    id: newId(now),
     at: new Date(now).toISOString(),
     actor: input.actor,
     act,
@@ -105,17 +112,31 @@ export interface HandActFilter {
   cause?: string | null;
 }
 
-function within(mesh: Mesh, filter: HandActFilter): HandAct[] {
+function within(mesh: HandActLog, filter: HandActFilter): HandAct[] {
   const since = filter.since?.toISOString();
   return mesh.views.handActs
     .values()
     .map((e) => e.value)
     .filter((a) => (!since || a.at >= since) && (!filter.cause || a.cause === filter.cause))
-    .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    .sort(newestFirst);
+}
+
+/**
+ * The hand-act an acting verb leaves after its work: what was done to what, with the verb's why,
+ * cause and condition, by the verb's caller, naming the call that did it.
+ */
+export function leaveHandAct(
+  mesh: HandActLog,
+  acting: { why: string; cause?: string | null; condition?: string | null },
+  call: { caller: string; callId: string },
+  act: string,
+  target: string | null,
+): Promise<HandAct> {
+  return appendHandAct(mesh, { actor: call.caller, act, target, why: acting.why, cause: acting.cause, condition: acting.condition, callId: call.callId });
 }
 
 /** Hand-acts newest first, at or after `since`, of one cause when given; paged by id. */
-export function listHandActs(mesh: Mesh, filter: HandActFilter, page: PageRequest): HandAct[] {
+export function listHandActs(mesh: HandActLog, filter: HandActFilter, page: PageRequest): HandAct[] {
   if (page.limit > HAND_ACTS_PAGE_MAX + 1) throw new Invalid(`at most ${HAND_ACTS_PAGE_MAX} hand-acts a page`, 'first');
   return pageOf(within(mesh, filter), page);
 }
@@ -124,7 +145,7 @@ export function listHandActs(mesh: Mesh, filter: HandActFilter, page: PageReques
  * The causes given more than once since `since` (default: the last seven days), most frequent
  * first, with when each was first and last seen.
  */
-export function repeatedCauses(mesh: Mesh, since: Date = new Date(Date.now() - HAND_ACT_WEEK_MS)): RepeatedCause[] {
+export function repeatedCauses(mesh: HandActLog, since: Date = new Date(Date.now() - HAND_ACT_WEEK_MS)): RepeatedCause[] {
   const byCause = new Map<string, RepeatedCause>();
   for (const act of within(mesh, { since })) {
     if (!act.cause) continue;
@@ -142,4 +163,4 @@ export function repeatedCauses(mesh: Mesh, since: Date = new Date(Date.now() - H
 }
 
 /** How many hand-acts the last seven days hold (status shows it). */
-export const countHandActsThisWeek = (mesh: Mesh, now = Date.now()): number => within(mesh, { since: new Date(now - HAND_ACT_WEEK_MS) }).length;
+export const countHandActsThisWeek = (mesh: HandActLog, now = Date.now()): number => within(mesh, { since: new Date(now - HAND_ACT_WEEK_MS) }).length;

@@ -1,10 +1,24 @@
 import { sql, type Transaction } from 'kysely';
 import type { DB } from '../../store/tables.js';
 import { recordDurations, type Duration } from '../durations/durations.js';
-import type { Mesh } from '../mesh.js';
-import { defaultTiers } from './plans.js';
+import type { Logger } from 'pino';
+import type { Bus } from '../../bus/nats.js';
+import type { Subjects } from '../../bus/subjects.js';
+import type { Store } from '../../store/db.js';
+import type { MeshEvents } from '../events.js';
+import { readTiers } from './plan.js';
+import { defaultTiers } from './tiers.js';
 
 type Tx = Transaction<DB>;
+
+/** What a rollout needs of the mesh: the store, the bus to publish applies on, and the replica's events. */
+export interface RolloutMesh {
+  db: Store;
+  bus: Pick<Bus, 'nc'>;
+  subjects: Pick<Subjects, 'planApply'>;
+  logger: Logger;
+  events: MeshEvents;
+}
 
 /** A machine's report on an apply, as heard on its news subject. */
 export interface Report {
@@ -57,21 +71,19 @@ async function startTier(tx: Tx, plan: { id: string; build: string; tiers: strin
   return { plan: plan.id, tier, build: plan.build, machines };
 }
 
-function publishApplies(mesh: Pick<Mesh, 'bus' | 'subjects' | 'logger'>, applies: readonly ApplyMessage[]): void {
+function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): void {
   for (const apply of applies) {
     mesh.bus.nc.publish(mesh.subjects.planApply(apply.plan), JSON.stringify(apply));
     mesh.logger.info({ plan: apply.plan, tier: apply.tier, machines: apply.machines.length }, 'plan tier applied');
   }
 }
 
-const readTiers = (value: unknown): string[][] => (typeof value === 'string' ? JSON.parse(value) : (value as string[][])) ?? [];
-
 /**
  * Starts an OPEN plan's rollout: fills its default tiers when it has none, writes the first tier's
  * plan_apply rows and publishes its apply. Safe to call twice and from any replica: the plan row
  * is locked, and a plan whose rollout has begun is left alone. Answers the apply sent, if any.
  */
-export async function openRollout(mesh: Pick<Mesh, 'db' | 'bus' | 'subjects' | 'logger' | 'events'>, planId: string): Promise<ApplyMessage | undefined> {
+export async function openRollout(mesh: RolloutMesh, planId: string): Promise<ApplyMessage | undefined> {
   const { apply, changed } = await mesh.db.transaction().execute(async (tx) => {
     const plan = await tx.selectFrom('plan').selectAll().where('id', '=', planId).forUpdate().executeTakeFirst();
     if (!plan || plan.state !== 'OPEN' || plan.tier_started_at) return { apply: undefined, changed: false };
@@ -107,7 +119,7 @@ const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - from.getTi
  * the next tier, or after the last marks the plan DONE. The plans are locked in id order, so
  * replicas applying reports of one plan at once take turns. Applies are published after commit.
  */
-export async function applyReports(mesh: Pick<Mesh, 'db' | 'bus' | 'subjects' | 'logger' | 'events'>, reports: readonly Report[]): Promise<ReportsApplied> {
+export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]): Promise<ReportsApplied> {
   const outcome: ReportsApplied = { matched: 0, unmatched: 0, durations: [], changed: [], applies: [] };
   if (reports.length === 0) return outcome;
   const unique = firstReports(reports);
@@ -178,20 +190,9 @@ export async function applyReports(mesh: Pick<Mesh, 'db' | 'bus' | 'subjects' | 
   return outcome;
 }
 
-/** Starts each plan's rollout as it opens on this replica ('plan-opened'); a failure is logged. */
-export function startRollouts(mesh: Pick<Mesh, 'db' | 'bus' | 'subjects' | 'logger' | 'events'>): { stop(): Promise<void> } {
-  const running = new Set<Promise<unknown>>();
-  const onOpened = (planId: string) => {
-    const p = openRollout(mesh, planId)
-      .catch((err) => mesh.logger.error({ err, plan: planId }, 'starting a plan rollout failed'))
-      .finally(() => running.delete(p));
-    running.add(p);
-  };
-  mesh.events.on('plan-opened', onOpened);
-  return {
-    async stop() {
-      mesh.events.off('plan-opened', onOpened);
-      await Promise.allSettled([...running]);
-    },
-  };
+/** Starts the rollout of each plan that opened (push, or released from behind another); a failure is logged, never thrown. */
+export async function openRollouts(mesh: RolloutMesh, planIds: readonly string[]): Promise<void> {
+  for (const planId of planIds) {
+    await openRollout(mesh, planId).catch((err) => mesh.logger.error({ err, plan: planId }, 'starting a plan rollout failed'));
+  }
 }

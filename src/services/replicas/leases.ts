@@ -2,7 +2,8 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KvEntry } from '@nats-io/kv';
 import { KvView } from '../../bus/kv-view.js';
 import { abandonCall, type CallsMesh } from '../calls/records.js';
-import type { Mesh } from '../mesh.js';
+import type { Logger } from 'pino';
+import type { Buckets } from '../../bus/buckets.js';
 
 /** A replica that stops refreshing loses its lease after this: "within seconds", as DESIGN.md asks. */
 export const LEASE_TTL_MS = 6_000;
@@ -26,7 +27,11 @@ export interface Lease {
   startedAt: string;
 }
 
-type LeaseMesh = Pick<Mesh, 'buckets' | 'config'>;
+/** What lease keeping needs of the mesh: the leases bucket and this replica's name. */
+interface LeaseMesh {
+  buckets: Pick<Buckets, 'leases' | 'names'>;
+  config: { replica: string };
+}
 
 function decodeLease(entry: KvEntry): Lease | undefined {
   try {
@@ -101,7 +106,7 @@ export interface Leases {
  * the lease, contends for the serving lease and sweeps again, so a replica that died while others
  * run has its calls marked within seconds, not at the next restart.
  */
-export async function startLeases(mesh: CallsMesh & Pick<Mesh, 'logger'>, jsm: JetStreamManager): Promise<Leases> {
+export async function startLeases(mesh: CallsMesh & LeaseMesh & { logger: Logger }, jsm: JetStreamManager): Promise<Leases> {
   const { buckets, config, logger } = mesh;
   const startedAt = new Date();
   const startedIso = startedAt.toISOString();

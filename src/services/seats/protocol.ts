@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { canonical } from '../../kernel/canonical-json.js';
 import { Invalid } from '../../kernel/errors.js';
+import { isName, NAME_RULE } from '../../kernel/names.js';
 
 /** The argument types a verb can declare; a call's arguments are judged against them. */
 export const ARG_TYPES = ['String', 'Int', 'Float', 'Boolean', 'ID', 'JSON', 'DateTime', '[String]', '[[String]]'] as const;
@@ -24,7 +26,7 @@ export interface Protocol {
   serves: Verb[];
 }
 
-const token = z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, "1 to 200 letters, digits, '-' or '_'");
+const token = z.string().refine(isName, NAME_RULE);
 
 const verbArgSchema = z.object({
   name: token,
@@ -77,15 +79,6 @@ export function readList<T>(value: unknown, schema: z.ZodType<T>): T[] {
 
 export const readVerbs = (value: unknown): Verb[] => readList(value, verbSchema as unknown as z.ZodType<Verb>);
 export const readNames = (value: unknown): string[] => readList(value, z.string());
-
-/** JSON with object keys sorted: two verbs are the same when their canonical forms are. */
-export function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
-      : v,
-  );
-}
 
 export const sameVerb = (a: Verb, b: Verb): boolean => canonical(a) === canonical(b);
 

@@ -1,16 +1,16 @@
 import type { Subscription } from '@nats-io/transport-node';
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../../store/tables.js';
-import type { Composition, HolderStatus, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus, StatusFeed } from './composition.js';
-import { countRunningCalls } from '../calls/records.js';
-import { countHandActsThisWeek, HAND_ACT_WEEK_MS, repeatedCauses } from '../hand-acts/hand-acts.js';
+import type { Logger } from 'pino';
+import type { Buckets } from '../../bus/buckets.js';
+import type { Bus } from '../../bus/nats.js';
+import type { Subjects } from '../../bus/subjects.js';
+import type { Store } from '../../store/db.js';
+import type { CallsMesh } from '../calls/records.js';
+import type { MeshEvents } from '../events.js';
+import type { HandActLog } from '../hand-acts/hand-acts.js';
 import type { Leases } from '../replicas/leases.js';
-import { machineState } from '../machines/machines.js';
-import type { Mesh } from '../mesh.js';
-import { byCode, listHoldings } from '../seats/seats.js';
+import { compose, meshSources, type CompositionSources } from './compose.js';
+import type { StatusFeed } from './composition.js';
 import { publishComposition } from './feed.js';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 /** At most one composition starts per this many ms (4 a second) however much news arrives. */
 export const COMPOSE_MIN_GAP_MS = 250;
@@ -19,125 +19,22 @@ export const COMPOSE_EVERY_MS = 60_000;
 /** Local triggers are gathered this long into one request to the serving replica. */
 export const POKE_GATHER_MS = 10;
 
-/** What a composition takes from outside the store: running calls and the week's hand-acts. */
-export interface CompositionSources {
-  callsRunning(): number | Promise<number>;
-  handActsSince(since: Date): { count: number; repeatedCauses: RepeatedCauseStatus[] } | Promise<{ count: number; repeatedCauses: RepeatedCauseStatus[] }>;
-}
-
-/** The calls and hand-acts this replica's bucket views hold (kept by watches: no SQL, no round trip). */
-export function meshSources(mesh: Mesh): CompositionSources {
-  return {
-    callsRunning: () => countRunningCalls(mesh),
-    handActsSince: (since) => ({ count: countHandActsThisWeek(mesh, since.getTime() + HAND_ACT_WEEK_MS), repeatedCauses: repeatedCauses(mesh, since) }),
-  };
-}
-
 /** What the composer needs of the serving lease (src/services/leases.ts). */
 export type ServingLease = Pick<Leases, 'isServing' | 'onServingChange'>;
 
-const iso = (d: Date | string | null): string | null => (d == null ? null : new Date(d).toISOString());
-const readTiers = (value: unknown): string[][] => (typeof value === 'string' ? JSON.parse(value) : (value as string[][])) ?? [];
-
-/** Plans not yet ended (QUEUED or OPEN), oldest first: what a dashboard shows as in progress. */
-async function openPlans(db: Db): Promise<PlanStatus[]> {
-  const rows = await db.selectFrom('plan').selectAll().where('state', 'in', ['QUEUED', 'OPEN']).orderBy('created_at').orderBy('id').execute();
-  return rows.map((p) => ({
-    id: p.id,
-    seat: p.seat,
-    build: p.build,
-    state: p.state,
-    tier: p.tier,
-    tiers: readTiers(p.tiers),
-    behind: p.behind,
-    openedAt: iso(p.opened_at),
-    endedAt: iso(p.ended_at),
-  }));
-}
-
-export interface ComposeInput {
-  seq: number;
-  trigger: string;
-  heartbeatSeconds: number;
-  sources: CompositionSources;
-}
-
-/**
- * Every machine with its running modules, aggregated to one JSON value by Postgres: parsing one
- * value costs a fraction of parsing a row per machine. Modules are grouped in one pass over the
- * assignments (a join, not a lookup per machine), and both lists are sorted here, by code unit, as
- * holdings are: Postgres's collation costs more than the sort. Instants come back as ISO strings.
- */
-async function machineRows(db: Db): Promise<{ name: string; site: string | null; lastHeardAt: string; modules: string[] }[]> {
-  const { rows } = await sql<{ machines: [string, string | null, string, string[]][] }>`
-    select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, coalesce(a.modules, '[]'::json))), '[]'::json) as machines
-      from machine m
-      left join (select machine, json_agg(module) as modules from assignment where running group by machine) a on a.machine = m.name`.execute(db);
-  return rows[0]!.machines
-    .map(([name, site, lastHeardAt, modules]) => ({ name, site, lastHeardAt, modules: modules.sort() }))
-    .sort((a, b) => byCode(a.name, b.name));
-}
-
-/**
- * Composes the whole mesh at one instant with four SQL statements whatever its size, on two
- * connections at once: machines with their running modules (each machine read once); and every
- * holding (`listHoldings`: recorded, else derived), seat names and open plans. Holdings are joined
- * to machines and seats in memory. The value is frozen.
- */
-export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Composition> {
-  const started = performance.now();
-  const now = new Date();
-  const [machines, { holdings, seats, plans }] = await Promise.all([
-    db.connection().execute((conn) => machineRows(conn)),
-    db.connection().execute(async (conn) => {
-      return {
-        holdings: await listHoldings(conn),
-        seats: await conn.selectFrom('seat').select('name').orderBy('name').execute(),
-        plans: await openPlans(conn),
-      };
-    }),
-  ]);
-  const callsRunning = await input.sources.callsRunning();
-  const handActs = await input.sources.handActsSince(new Date(now.getTime() - HAND_ACT_WEEK_MS));
-  const byMachine = new Map<string, MachineStatus['holdings']>();
-  const bySeat = new Map<string, HolderStatus[]>();
-  for (const h of holdings) {
-    let ofMachine = byMachine.get(h.machine);
-    if (!ofMachine) byMachine.set(h.machine, (ofMachine = []));
-    ofMachine.push({ seat: h.seat, module: h.module, derived: h.derived });
-    let ofSeat = bySeat.get(h.seat);
-    if (!ofSeat) bySeat.set(h.seat, (ofSeat = []));
-    ofSeat.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
-  }
-  const machineStatuses: MachineStatus[] = machines.map((m) => {
-    const lastHeardAt = new Date(m.lastHeardAt);
-    return {
-      name: m.name,
-      site: m.site,
-      state: machineState(lastHeardAt, now, input.heartbeatSeconds),
-      lastHeardAt: lastHeardAt.toISOString(),
-      modules: m.modules,
-      holdings: byMachine.get(m.name) ?? [],
-    };
-  });
-  const seatStatuses: SeatStatus[] = seats.map(({ name }) => {
-    const holders = bySeat.get(name) ?? [];
-    return { name, held: holders.length > 0, holders };
-  });
-  return Object.freeze({
-    seq: input.seq,
-    composedAt: now.toISOString(),
-    tookMs: Math.round((performance.now() - started) * 100) / 100,
-    trigger: input.trigger,
-    machines: machineStatuses,
-    seats: seatStatuses,
-    unheldSeats: seatStatuses.filter((s) => !s.held).map((s) => s.name),
-    callsRunning,
-    handActsThisWeek: handActs.count,
-    repeatedCauses: handActs.repeatedCauses,
-    plans,
-  });
-}
+/** What the composer needs of the mesh: the store, the bus and subjects, the leases bucket, the feed and lease of this replica. */
+export type ComposerMesh = CallsMesh &
+  HandActLog & {
+  db: Store;
+  bus: Pick<Bus, 'nc'>;
+  subjects: Pick<Subjects, 'root' | 'status'>;
+  buckets: Pick<Buckets, 'leases' | 'calls' | 'handActs'>;
+  config: { replica: string; heartbeatSeconds: number };
+  logger: Logger;
+  events: MeshEvents;
+  status: StatusFeed;
+  leases: ServingLease;
+  };
 
 export interface ComposerStats {
   compositions: number;
@@ -161,7 +58,7 @@ export interface Composer {
 /** The last seq composed, kept in the leases bucket so the seq grows even after every replica stopped. */
 export const SEQ_KEY = 'status-seq';
 
-async function lastSeqKept(mesh: Mesh): Promise<number> {
+async function lastSeqKept(mesh: ComposerMesh): Promise<number> {
   const entry = await mesh.buckets?.leases.get(SEQ_KEY);
   const seq = entry ? Number(entry.string()) : 0;
   return Number.isSafeInteger(seq) && seq > 0 ? seq : 0;
@@ -179,7 +76,7 @@ export const composeSubject = (root: string): string => `${root}.compose`;
  * trigger. The seq continues from the highest heard on `<subjects>.status` or kept under SEQ_KEY,
  * so it only grows, across replicas and across a stop of them all.
  */
-export function startComposer(mesh: Mesh, deps: { feed?: StatusFeed; lease?: ServingLease; sources?: CompositionSources } = {}): Composer {
+export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lease?: ServingLease; sources?: CompositionSources } = {}): Composer {
   const feed = deps.feed ?? mesh.status;
   const lease = deps.lease ?? mesh.leases;
   const sources = deps.sources ?? meshSources(mesh);

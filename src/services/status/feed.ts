@@ -2,6 +2,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzip, constants as zlib } from 'node:zlib';
 import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { Unavailable } from '../../kernel/errors.js';
 import type { Composition, StatusFeed } from './composition.js';
 
 const gzipAsync = promisify(gzip);
@@ -186,4 +187,18 @@ export function firstComposition(feed: StatusFeed, timeoutMs: number): Promise<C
       resolve(composition);
     });
   });
+}
+
+/** A replica just started may not have heard a composition yet: wait this long for the first, never compose. */
+export const STATUS_FIRST_WAIT_MS = 3_000;
+
+/**
+ * The `status` reading, whichever door asks: the last composition this replica heard, at once, or
+ * the first one within STATUS_FIRST_WAIT_MS of a start; Unavailable when none comes. A status is
+ * never composed while its caller waits.
+ */
+export async function currentStatus(feed: StatusFeed): Promise<Composition> {
+  const composition = await firstComposition(feed, STATUS_FIRST_WAIT_MS);
+  if (!composition) throw new Unavailable('no status composed yet: the serving replica composes one within seconds of starting');
+  return composition;
 }

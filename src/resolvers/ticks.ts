@@ -1,6 +1,7 @@
 import { builder } from '../schema/builder.js';
 
-// A trivial subscription until the status composition exists: a tick every `everyMs`, `count` times.
+// A supported probe of the live transports (graphql-ws and SSE): it needs no composition, no store
+// and no NATS, so a client can tell a broken socket from a mesh with nothing to say.
 builder.subscriptionFields((t) => ({
   ticks: t.int({
     description: 'Counts up once every `everyMs` milliseconds, `count` times: a probe that the live transport works.',

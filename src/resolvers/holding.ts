@@ -1,0 +1,57 @@
+import { NotFound } from '../kernel/errors.js';
+import { checkName } from '../kernel/names.js';
+import { builder } from '../schema/builder.js';
+import { HoldingRef } from '../schema/holding.js';
+import { addSeatHolder, holdSeat, listHoldings, releaseSeat } from '../services/seats/holdings.js';
+import { resolveSeatName } from '../services/seats/seats.js';
+
+builder.queryFields((t) => ({
+  holdings: t.field({
+    type: [HoldingRef],
+    description: 'Holdings, recorded or derived, of one seat (name or alias), one machine, or all.',
+    args: { seat: t.arg.string(), machine: t.arg.string() },
+    resolve: async (_root, args, ctx) => {
+      let seats: string[] | undefined;
+      if (args.seat != null) {
+        const seat = await resolveSeatName(ctx.mesh.db, checkName(args.seat, 'seat'));
+        if (!seat) throw new NotFound('seat', args.seat);
+        seats = [seat];
+      }
+      const machines = args.machine != null ? [checkName(args.machine, 'machine')] : undefined;
+      return listHoldings(ctx.mesh.db, { seats, machines });
+    },
+  }),
+}));
+
+const holderArgs = (t: Parameters<Parameters<typeof builder.mutationFields>[0]>[0]) => ({
+  seat: t.arg.string({ required: true }),
+  machine: t.arg.string({ required: true }),
+  module: t.arg.string({ required: true }),
+});
+
+builder.mutationFields((t) => ({
+  holdSeat: t.field({
+    type: [HoldingRef],
+    description: "Makes one running module the seat's only holder; answers the seat's holdings.",
+    authScopes: { admin: true },
+    errors: {},
+    args: { ...holderArgs(t), scope: t.arg.string() },
+    resolve: (_root, args, ctx) => holdSeat(ctx.mesh.db, ctx.mesh.catalogue, args),
+  }),
+  addSeatHolder: t.field({
+    type: [HoldingRef],
+    description: 'Adds a holder to a replicated seat beside those on record; idempotent.',
+    authScopes: { admin: true },
+    errors: {},
+    args: { ...holderArgs(t), scope: t.arg.string() },
+    resolve: (_root, args, ctx) => addSeatHolder(ctx.mesh.db, ctx.mesh.catalogue, args),
+  }),
+  releaseSeat: t.field({
+    type: [HoldingRef],
+    description: "Ends one recorded holding; answers the seat's holdings after it.",
+    authScopes: { admin: true },
+    errors: {},
+    args: holderArgs(t),
+    resolve: (_root, args, ctx) => releaseSeat(ctx.mesh.db, ctx.mesh.catalogue, args),
+  }),
+}));

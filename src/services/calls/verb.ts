@@ -1,0 +1,95 @@
+import type { ArgType, Verb } from '../seats/protocol.js';
+import type { CallDoor } from './records.js';
+
+/** One argument a controller verb declares: its type, whether it must be given, what it means. */
+export interface ArgSpec {
+  readonly type: ArgType;
+  readonly required?: boolean;
+  /** Shown on the GraphQL argument; the seat row keeps name, type and required only. */
+  readonly description?: string;
+}
+
+export type ArgSpecs = Readonly<Record<string, ArgSpec>>;
+
+/** The value a judged argument of each declared type holds (judgeArgs guarantees it). */
+interface ArgValues {
+  String: string;
+  ID: string;
+  DateTime: string;
+  Int: number;
+  Float: number;
+  Boolean: boolean;
+  JSON: unknown;
+  '[String]': string[];
+  '[[String]]': string[][];
+}
+
+type RequiredKeys<A extends ArgSpecs> = { [K in keyof A]: A[K] extends { required: true } ? K : never }[keyof A];
+
+/**
+ * The arguments a verb's handler receives, derived from its declaration: required ones present,
+ * optional ones possibly absent (null counts as absent). A name the verb does not declare is a
+ * type error, so `args.seet` fails `tsc`.
+ */
+export type ArgsOf<A extends ArgSpecs> = { [K in RequiredKeys<A>]: ArgValues[A[K]['type']] } & {
+  [K in Exclude<keyof A, RequiredKeys<A>>]?: ArgValues[A[K]['type']] | null;
+};
+
+/** What every acting verb takes besides its own arguments: the hand-act it leaves. */
+export const ACTING_ARGS = {
+  why: { type: 'String', required: true, description: 'Why this is done, in a sentence: required, never blank. It is kept in the hand-act log.' },
+  cause: { type: 'String', description: 'What made it necessary, as a short label; repeatedCauses groups hand-acts by it.' },
+  condition: { type: 'String', description: 'The state of the mesh that was seen when acting.' },
+} as const satisfies ArgSpecs;
+
+type ActingArgs = typeof ACTING_ARGS;
+
+/** Who asked, through which door, and the call that records it. */
+export interface VerbCall {
+  caller: string;
+  door: CallDoor;
+  callId: string;
+}
+
+/**
+ * One controller verb, defined once: its name (its GraphQL field's and its NATS subject's last
+ * token), whether it acts, its arguments (the source of the seat row, the GraphQL arguments and
+ * the NATS judge) and its handler. `D` is what the handler needs of the running mesh.
+ */
+export interface ControllerVerb<D, A extends ArgSpecs, R> {
+  readonly name: string;
+  readonly acting: boolean;
+  readonly args: A;
+  /** A forwarding verb (callVerb) records its own call, under the seat it calls; the dispatcher records none. */
+  readonly recordsItsOwnCall?: boolean;
+  run(mesh: D, args: ArgsOf<A>, call: VerbCall): Promise<R>;
+}
+
+/** Any verb of the registry, as the NATS door looks one up by name. */
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds verbs of every argument shape; each is typed where it is defined.
+export type AnyControllerVerb<D> = ControllerVerb<D, any, unknown>;
+
+/** A verb that changes the mesh: it takes why, cause and condition besides `args`, and leaves a hand-act. */
+export function actingVerb<D, const A extends ArgSpecs, R>(
+  name: string,
+  args: A,
+  run: (mesh: D, args: ArgsOf<A & ActingArgs>, call: VerbCall) => Promise<R>,
+): ControllerVerb<D, A & ActingArgs, R> {
+  return { name, acting: true, args: { ...args, ...ACTING_ARGS }, run };
+}
+
+/** A verb that reads the mesh and changes nothing. */
+export function readingVerb<D, const A extends ArgSpecs, R>(
+  name: string,
+  args: A,
+  run: (mesh: D, args: ArgsOf<A>, call: VerbCall) => Promise<R>,
+  options: { recordsItsOwnCall?: boolean } = {},
+): ControllerVerb<D, A, R> {
+  return { name, acting: false, args, run, ...options };
+}
+
+/** A verb as a seat row keeps it: name, acting, and each argument's name, type and whether it is required. */
+export function protocolOf(verb: AnyControllerVerb<never>): Verb {
+  const args = Object.entries(verb.args as ArgSpecs).map(([name, spec]) => ({ name, type: spec.type, required: spec.required ?? false }));
+  return { name: verb.name, acting: verb.acting, args };
+}

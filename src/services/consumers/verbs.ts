@@ -1,0 +1,14 @@
+import { actingVerb } from '../calls/verb.js';
+import { leaveHandAct, type HandActLog } from '../hand-acts/hand-acts.js';
+import { resetConsumer, type ConsumersMesh } from './reset.js';
+
+/** Deletes a JetStream durable consumer and creates it again, delivering from the start (or startSeq / startTime). */
+export const resetConsumerVerb = actingVerb(
+  'resetConsumer',
+  { stream: { type: 'String', required: true }, consumer: { type: 'String', required: true }, startSeq: { type: 'Int' }, startTime: { type: 'DateTime' } },
+  async (mesh: ConsumersMesh & HandActLog, args, call) => {
+    const reset = await resetConsumer(mesh, args);
+    await leaveHandAct(mesh, args, call, 'resetConsumer', `${reset.stream}/${reset.consumer}`);
+    return reset;
+  },
+);

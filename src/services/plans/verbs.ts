@@ -1,0 +1,35 @@
+import { actingVerb, readingVerb } from '../calls/verb.js';
+import { leaveHandAct, type HandActLog } from '../hand-acts/hand-acts.js';
+import type { Db } from '../seats/seats.js';
+import { listPlans } from './plan.js';
+import { closePlan, push, stopPlan, type PlansMesh } from './plans.js';
+
+type ActingPlansMesh = PlansMesh & HandActLog;
+
+/** Plans a build's rollout to a seat's holders; its first tier is applied before it answers. */
+export const pushVerb = actingVerb(
+  'push',
+  { seat: { type: 'String', required: true }, build: { type: 'String', required: true }, behind: { type: 'ID' }, tiers: { type: '[[String]]' } },
+  async (mesh: ActingPlansMesh, args, call) => {
+    const plan = await push(mesh, args);
+    await leaveHandAct(mesh, args, call, 'push', `${plan.id} (${plan.build} to ${plan.seat})`);
+    return plan;
+  },
+);
+
+/** Halts an OPEN plan. */
+export const stopPlanVerb = actingVerb('stopPlan', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
+  const plan = await stopPlan(mesh, args.id);
+  await leaveHandAct(mesh, args, call, 'stopPlan', plan.id);
+  return plan;
+});
+
+/** Ends a plan in any state; plans queued behind it open. */
+export const closePlanVerb = actingVerb('closePlan', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
+  const plan = await closePlan(mesh, args.id);
+  await leaveHandAct(mesh, args, call, 'closePlan', plan.id);
+  return plan;
+});
+
+/** Plans newest first, of one state when given. */
+export const plansVerb = readingVerb('plans', { state: { type: 'String' }, first: { type: 'Int' } }, (mesh: { db: Db }, args) => listPlans(mesh.db, args));

@@ -1,0 +1,31 @@
+import type { Kysely } from 'kysely';
+import { Conflict, Invalid } from '../../kernel/errors.js';
+import { checkName } from '../../kernel/names.js';
+import type { DB } from '../../store/tables.js';
+import type { Catalogue } from './catalogue.js';
+import { lockSeat, seatByName, type Seat } from './seats.js';
+
+/**
+ * Gives a seat a new name in one transaction: the old name becomes an alias, aliases of the old
+ * name follow, holdings and plans follow (foreign keys cascade). Renaming back drops the alias
+ * instead of pointing a name at itself. Refuses the same name, a missing seat, a name that is
+ * another seat or another seat's alias.
+ */
+export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: string, to: string): Promise<Seat> {
+  checkName(from, 'from');
+  checkName(to, 'to');
+  if (from === to) throw new Invalid(`${JSON.stringify(to)} is already the seat's name`, 'to');
+  return db.transaction().execute(async (tx) => {
+    const current = await lockSeat(tx, from);
+    if (current === to) throw new Invalid(`${JSON.stringify(from)} is an alias of ${JSON.stringify(to)}, which is already the seat's name`, 'to');
+    const taken = await tx.selectFrom('seat').select('name').where('name', '=', to).executeTakeFirst();
+    if (taken) throw new Conflict(`a seat named ${JSON.stringify(to)} already exists`);
+    const alias = await tx.selectFrom('seat_alias').select('seat').where('alias', '=', to).executeTakeFirst();
+    if (alias && alias.seat !== current) throw new Conflict(`${JSON.stringify(to)} is an alias of seat ${JSON.stringify(alias.seat)}`);
+    if (alias) await tx.deleteFrom('seat_alias').where('alias', '=', to).execute();
+    await tx.updateTable('seat').set({ name: to }).where('name', '=', current).execute();
+    await tx.insertInto('seat_alias').values({ alias: current, seat: to }).execute();
+    return seatByName(tx, catalogue, to);
+  });
+}
+
