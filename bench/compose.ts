@@ -2,20 +2,20 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
+import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
 import { compiledCatalogue } from '../src/services/seats/catalogue.js';
-import { compose, type CompositionSources } from '../src/services/status/compose.js';
-import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composer.js';
-import { encodeComposition } from '../src/services/status/feed.js';
 import { listHoldings } from '../src/services/seats/holdings.js';
 import { seedSeats } from '../src/services/seats/seeding.js';
-import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
+import { type CompositionSources, compose } from '../src/services/status/compose.js';
+import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composer.js';
+import { encodeComposition } from '../src/services/status/feed.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 
@@ -59,7 +59,10 @@ async function publisher(root: string, rate: number, seconds: number): Promise<v
   while (sent < total) {
     for (let k = 0; k < perSlice && sent < total; k++, sent++, i = (i + 1) % MACHINES) {
       const machine = `m-${i}`;
-      nc.publish(`${root}.news.machine.${machine}`, JSON.stringify({ kind: 'heartbeat', site: `site-${i % SITES}`, modules: ['broker', 'web'], claims: { broker: ['queue'] } }));
+      nc.publish(
+        `${root}.news.machine.${machine}`,
+        JSON.stringify({ kind: 'heartbeat', site: `site-${i % SITES}`, modules: ['broker', 'web'], claims: { broker: ['queue'] } }),
+      );
     }
     const wait = start + (sent / rate) * 1000 - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -67,7 +70,7 @@ async function publisher(root: string, rate: number, seconds: number): Promise<v
   }
   await nc.flush();
   const took = (performance.now() - start) / 1000;
-  process.stdout.write(JSON.stringify({ sent, seconds: took }) + '\n');
+  process.stdout.write(`${JSON.stringify({ sent, seconds: took })}\n`);
   await nc.close();
 }
 
@@ -108,7 +111,9 @@ export async function run(): Promise<string> {
     await migrateToLatest(db);
     const seeding = performance.now();
     await seed(db);
-    log(`seeded ${MACHINES} machines (${SITES} sites, 2 modules each), ${SEATS} seats, ${HOLDINGS} holdings on record and ${MACHINES} derived, in ${ms(performance.now() - seeding)}`);
+    log(
+      `seeded ${MACHINES} machines (${SITES} sites, 2 modules each), ${SEATS} seats, ${HOLDINGS} holdings on record and ${MACHINES} derived, in ${ms(performance.now() - seeding)}`,
+    );
 
     const sources: CompositionSources = { callsRunning: () => 0, handActsSince: () => ({ count: 0, repeatedCauses: [] }) };
     const took: number[] = [];
@@ -146,7 +151,9 @@ export async function run(): Promise<string> {
     log(`compose (${COMPOSITIONS - 1} runs after a warm-up): median tookMs ${ms(median(took))}, min ${ms(Math.min(...took))}, max ${ms(Math.max(...took))}`);
     log(`of which listHoldings alone: median ${ms(median(holdingsWall))} wall, ${ms(median(holdingsCpu))} of Node CPU (row parsing and mapping)`);
     log(`SQL statements per composition: ${[...new Set(perComposition)].join(', ')}`);
-    log(`composition JSON ${(size / 1024 / 1024).toFixed(2)} MiB; framed for NATS (gzip, 1 MiB max_payload) in a median ${ms(median(encodes))} as ${parts} message(s)`);
+    log(
+      `composition JSON ${(size / 1024 / 1024).toFixed(2)} MiB; framed for NATS (gzip, 1 MiB max_payload) in a median ${ms(median(encodes))} as ${parts} message(s)`,
+    );
 
     // News while composing: one gateway (serving, so composing) on this database, heartbeats from another process.
     const subjects = `bench_${randomBytes(3).toString('hex')}`;
@@ -159,9 +166,13 @@ export async function run(): Promise<string> {
       const n0 = gateway.news.stats.ingested;
       const seqs: { at: number; seq: number; tookMs: number }[] = [];
       const off = gateway.mesh.status.subscribe((c) => seqs.push({ at: Date.now(), seq: c.seq, tookMs: c.tookMs }));
-      const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--publisher', subjects, String(NEWS_RATE), String(NEWS_SECONDS)], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', fileURLToPath(import.meta.url), '--publisher', subjects, String(NEWS_RATE), String(NEWS_SECONDS)],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       let out = '';
       child.stdout.on('data', (d) => (out += d));
       let firstAt = 0;
@@ -190,7 +201,9 @@ export async function run(): Promise<string> {
       log(
         `news: offered ${published.sent} heartbeats at ${Math.round(published.sent / published.seconds)}/s; ingested ${ingested} (dropped ${gateway.news.stats.dropped}, failed ${gateway.news.stats.failed}, malformed ${gateway.news.stats.malformed}) in ${seconds.toFixed(2)} s = ${Math.round(ingested / seconds)}/s in ${gateway.news.stats.batches} batches`,
       );
-      log(`compositions meanwhile: ${compositions} in ${window.toFixed(1)} s, at most ${maxPerSecond} in any second (their median tookMs ${ms(seqs.length ? median(seqs.map((t) => t.tookMs)) : 0)})`);
+      log(
+        `compositions meanwhile: ${compositions} in ${window.toFixed(1)} s, at most ${maxPerSecond} in any second (their median tookMs ${ms(seqs.length ? median(seqs.map((t) => t.tookMs)) : 0)})`,
+      );
     } finally {
       await gateway.stop();
     }

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import pino from 'pino';
@@ -61,9 +61,9 @@ function serveCommands(handlers: Handlers): void {
     const { id, cmd, ...args } = JSON.parse(line);
     try {
       const reply = await handlers[cmd]!(args);
-      process.stdout.write(JSON.stringify({ id, ...reply }) + '\n');
+      process.stdout.write(`${JSON.stringify({ id, ...reply })}\n`);
     } catch (error) {
-      process.stdout.write(JSON.stringify({ id, error: String((error as Error)?.stack ?? error) }) + '\n');
+      process.stdout.write(`${JSON.stringify({ id, error: String((error as Error)?.stack ?? error) })}\n`);
     }
   });
   process.stdin.on('end', () => process.exit(0));
@@ -103,7 +103,7 @@ function spawnRole(role: string, arg: string, node: string[] = []): Role {
           if (reply.error) reject(new Error(`${role} ${cmd}: ${reply.error}`));
           else resolve(reply);
         });
-        child.stdin!.write(JSON.stringify({ id, cmd, ...args }) + '\n');
+        child.stdin!.write(`${JSON.stringify({ id, cmd, ...args })}\n`);
       });
     },
     async end() {
@@ -265,7 +265,8 @@ interface Clients {
 /** `total` sockets over as many client processes as PER_CLIENT_PROCESS asks; resolves once every one has started. */
 async function startClients(url: string, total: number, query?: string): Promise<Clients> {
   const roles: Role[] = [];
-  for (let left = total; left > 0; left -= PER_CLIENT_PROCESS) roles.push(spawnRole('clients', JSON.stringify({ url, count: Math.min(left, PER_CLIENT_PROCESS), query })));
+  for (let left = total; left > 0; left -= PER_CLIENT_PROCESS)
+    roles.push(spawnRole('clients', JSON.stringify({ url, count: Math.min(left, PER_CLIENT_PROCESS), query })));
   const started = await Promise.all(roles.map((r) => r.call('ready')));
   const n = started.reduce((sum, r) => sum + r.started, 0);
   if (n !== total) throw new Error(`only ${n} of ${total} clients started`);
@@ -333,7 +334,12 @@ async function cannon(url: string, method: 'POST' | 'GET'): Promise<autocannon.R
           headers: { 'content-type': 'application/json', accept: 'application/json' },
           body: JSON.stringify({ query: STATUS_QUERY, operationName: 'Status' }),
         }
-      : { url: `${url}?${new URLSearchParams({ query: STATUS_QUERY, operationName: 'Status' })}`, method, connections: QUERY_CLIENTS, headers: { accept: 'application/json' } };
+      : {
+          url: `${url}?${new URLSearchParams({ query: STATUS_QUERY, operationName: 'Status' })}`,
+          method,
+          connections: QUERY_CLIENTS,
+          headers: { accept: 'application/json' },
+        };
   await autocannon({ ...options, duration: 2 });
   return autocannon({ ...options, duration: QUERY_SECONDS });
 }
@@ -385,7 +391,11 @@ export async function run(): Promise<string> {
     // The status query, every field, 50 clients: the gateway against a bare server answering its bytes.
     let response: Response | undefined;
     for (let i = 0; i < 100; i++) {
-      response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query: STATUS_QUERY }) });
+      response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ query: STATUS_QUERY }),
+      });
       const text = await response.clone().text();
       if (text.includes(`"seq":${seq}`)) break;
       await sleep(100);
@@ -427,8 +437,12 @@ export async function run(): Promise<string> {
       const stats = (await gateway.call('stats')).fanout;
       await Promise.all([subscribers.close(), bareTarget.clients.close()]);
       const ratio = median(viaGateway!.map((r) => r.ms)) / median(viaBare!.map((r) => r.ms));
-      log(`full composition (${kb(message.length)} message) to ${total} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}; ratio ${ratio.toFixed(2)}×`);
-      log(`  gateway fanout: ${stats.groups} group(s), ${stats.executions} executions and ${stats.serializations} serializations so far, ${stats.skipped} skipped`);
+      log(
+        `full composition (${kb(message.length)} message) to ${total} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}; ratio ${ratio.toFixed(2)}×`,
+      );
+      log(
+        `  gateway fanout: ${stats.groups} group(s), ${stats.executions} executions and ${stats.serializations} serializations so far, ${stats.skipped} skipped`,
+      );
       await sleep(1_000);
     }
 
@@ -446,7 +460,9 @@ export async function run(): Promise<string> {
     const delta = await changes.lastMessage();
     const [viaGateway, viaBare] = await alternate([{ server: gateway, clients: changes, send: publish }, bareTarget], DELTA_SUBSCRIBERS, nextSeq);
     await Promise.all([changes.close(), bareTarget.clients.close()]);
-    log(`one-machine change as a delta (${delta.length} B message) to ${DELTA_SUBSCRIBERS} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}`);
+    log(
+      `one-machine change as a delta (${delta.length} B message) to ${DELTA_SUBSCRIBERS} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}`,
+    );
     await gateway.call('stop');
   } finally {
     await nc?.close();

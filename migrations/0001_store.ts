@@ -1,7 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 // The store as DESIGN.md lays it out. Names are the mesh's keys: a seat's or a machine's name is
 // its identity, so renames cascade through foreign keys instead of through code.
+// biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and take the store untyped (Kysely's own advice).
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('machine')
@@ -111,6 +112,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and take the store untyped (Kysely's own advice).
 export async function down(db: Kysely<any>): Promise<void> {
   for (const table of ['build', 'plan_apply', 'plan', 'duration', 'seat_holding', 'seat_alias', 'seat', 'assignment', 'machine']) {
     await db.schema.dropTable(table).ifExists().execute();

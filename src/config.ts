@@ -1,5 +1,5 @@
-import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { isName, NAME_RULE } from './kernel/names.js';
 
@@ -35,7 +35,6 @@ export interface Config {
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
-
 
 function int(env: NodeJS.ProcessEnv, key: string, fallback: number, min = 0): number {
   const raw = env[key];

@@ -7,18 +7,18 @@ import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server/http.js';
 import { loadAccess } from './services/access/tokens.js';
 import { startCallView } from './services/calls/records.js';
-import { compiledCatalogue } from './services/seats/catalogue.js';
-import { startComposer, type Composer } from './services/status/composer.js';
+import { startResponder } from './services/controller/responder.js';
+import { CONTROLLER_VERBS } from './services/controller/verbs.js';
 import { startDurationPruning } from './services/durations/durations.js';
 import { MeshEvents } from './services/events.js';
 import { startHandActView } from './services/hand-acts/hand-acts.js';
-import { startLeases } from './services/replicas/leases.js';
-import { startNewsIngest, type NewsIngest } from './services/news/ingest.js';
-import { startStatusFeed } from './services/status/feed.js';
-import { startResponder } from './services/controller/responder.js';
-import { CONTROLLER_VERBS } from './services/controller/verbs.js';
 import type { Mesh } from './services/mesh.js';
+import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
+import { startLeases } from './services/replicas/leases.js';
+import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
+import { type Composer, startComposer } from './services/status/composer.js';
+import { startStatusFeed } from './services/status/feed.js';
 import { openStore, type Store } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 
@@ -88,7 +88,11 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const pruning = startDurationPruning(mesh);
     const news = startNewsIngest(mesh);
     const composer = startComposer(mesh);
-    stops.push(() => pruning.stop(), () => news.stop(), () => composer.stop());
+    stops.push(
+      () => pruning.stop(),
+      () => news.stop(),
+      () => composer.stop(),
+    );
     const http = buildHttpApp({ schema, mesh, access, logger });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());

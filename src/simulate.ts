@@ -62,11 +62,17 @@ function agents(count: number, sites: number, heartbeatMs: number): Agent[] {
   return Array.from({ length: count }, (_, i) => {
     const modules = ['agent'];
     const claims: Record<string, string[]> = { agent: ['agent'] };
-    if (i % 3 === 0) (modules.push('broker'), (claims.broker = ['queue']));
-    if (i % 5 === 0) (modules.push('registry'), (claims.registry = ['registry']));
-    if (i === 0) (modules.push('builder'), (claims.builder = ['builder']));
+    if (i % 3 === 0) modules.push('broker'), (claims.broker = ['queue']);
+    if (i % 5 === 0) modules.push('registry'), (claims.registry = ['registry']);
+    if (i === 0) modules.push('builder'), (claims.builder = ['builder']);
     // Spread over the interval, so the gateway hears a steady rate rather than bursts.
-    return { name: `sim-${String(i + 1).padStart(width, '0')}`, site: `site-${String.fromCharCode(97 + (i % sites))}`, modules, claims, due: now + (i / count) * heartbeatMs };
+    return {
+      name: `sim-${String(i + 1).padStart(width, '0')}`,
+      site: `site-${String.fromCharCode(97 + (i % sites))}`,
+      modules,
+      claims,
+      due: now + (i / count) * heartbeatMs,
+    };
   });
 }
 
@@ -123,7 +129,13 @@ async function main(): Promise<void> {
         const ms = slow ? 3_000 + Math.random() * 5_000 : 200 + Math.random() * 1_300;
         later(ms, () => {
           reporting.delete(key);
-          publish(subjects.machineNews(machine), { kind: 'report', plan: apply.plan, build: apply.build, ok, detail: ok ? `applied in ${Math.round(ms)} ms` : 'simulated failure: health check did not pass' });
+          publish(subjects.machineNews(machine), {
+            kind: 'report',
+            plan: apply.plan,
+            build: apply.build,
+            ok,
+            detail: ok ? `applied in ${Math.round(ms)} ms` : 'simulated failure: health check did not pass',
+          });
           counts.reports++;
           if (!ok) counts.failed++;
         });
@@ -145,7 +157,10 @@ async function main(): Promise<void> {
   const builds = setInterval(build, opts.buildEvery * 1000);
   const progress = setInterval(() => logger.info({ ...counts, waitingReports: reporting.size }, 'simulating'), PROGRESS_EVERY_MS);
 
-  logger.info({ machines: opts.machines, sites: opts.sites, heartbeatSeconds: config.heartbeatSeconds, subjects: subjects.root, nats: nc.getServer() }, 'simulating a mesh: Ctrl-C stops it');
+  logger.info(
+    { machines: opts.machines, sites: opts.sites, heartbeatSeconds: config.heartbeatSeconds, subjects: subjects.root, nats: nc.getServer() },
+    'simulating a mesh: Ctrl-C stops it',
+  );
 
   let stopping = false;
   const stop = async (why: string) => {

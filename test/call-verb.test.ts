@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gateway: TestGateway;
@@ -35,7 +35,9 @@ afterAll(async () => {
 const CALL = 'id seat verb args caller door state answer answerJson error errorCode endedAt';
 
 async function callVerb(args: string) {
-  const r = await gateway.gql(`mutation { callVerb(${args}) { __typename ... on MutationCallVerbSuccess { data { ${CALL} } } ... on Error { code message } ... on InvalidError { field } } }`);
+  const r = await gateway.gql(
+    `mutation { callVerb(${args}) { __typename ... on MutationCallVerbSuccess { data { ${CALL} } } ... on Error { code message } ... on InvalidError { field } } }`,
+  );
   if (r.errors) throw new Error(JSON.stringify(r.errors));
   return r.data.callVerb.data ?? r.data.callVerb;
 }
@@ -43,18 +45,41 @@ async function callVerb(args: string) {
 test("a call judged good is sent to the seat's subject and its answer recorded", async () => {
   answerWith = (body) => JSON.stringify({ ok: true, answer: { queue: body.queue, depth: 17 } });
   const call = await callVerb('seat: "queue", verb: "depth", args: {queue: "orders"}');
-  expect(heard).toEqual([{ subject: `${env.subjects}.seat.queue.depth`, body: { queue: 'orders' }, reply: expect.stringMatching(new RegExp(`^_INBOX\\.${env.controller}\\.`)) }]);
-  expect(call).toMatchObject({ seat: 'queue', verb: 'depth', args: { queue: 'orders' }, caller: 'local', door: 'GRAPHQL', state: 'OK', answerJson: { queue: 'orders', depth: 17 }, error: null });
+  expect(heard).toEqual([
+    { subject: `${env.subjects}.seat.queue.depth`, body: { queue: 'orders' }, reply: expect.stringMatching(new RegExp(`^_INBOX\\.${env.controller}\\.`)) },
+  ]);
+  expect(call).toMatchObject({
+    seat: 'queue',
+    verb: 'depth',
+    args: { queue: 'orders' },
+    caller: 'local',
+    door: 'GRAPHQL',
+    state: 'OK',
+    answerJson: { queue: 'orders', depth: 17 },
+    error: null,
+  });
   expect(call.endedAt).not.toBeNull();
 });
 
 test('the seat’s error answer, a time-out and no responders are recorded on the call as FAILED', async () => {
   answerWith = () => JSON.stringify({ ok: false, error: { code: 'NO_SUCH_QUEUE', message: 'no queue named orders' } });
-  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "orders"}')).toMatchObject({ state: 'FAILED', errorCode: 'NO_SUCH_QUEUE', error: 'no queue named orders' });
+  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "orders"}')).toMatchObject({
+    state: 'FAILED',
+    errorCode: 'NO_SUCH_QUEUE',
+    error: 'no queue named orders',
+  });
   answerWith = () => undefined;
-  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "orders"}, timeoutMs: 200')).toMatchObject({ state: 'FAILED', errorCode: 'TIMEOUT', error: 'no answer within 200 ms' });
+  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "orders"}, timeoutMs: 200')).toMatchObject({
+    state: 'FAILED',
+    errorCode: 'TIMEOUT',
+    error: 'no answer within 200 ms',
+  });
   answerWith = () => 'not json';
-  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "orders"}')).toMatchObject({ state: 'FAILED', errorCode: 'BAD_ANSWER', answer: '"not json"' });
+  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "orders"}')).toMatchObject({
+    state: 'FAILED',
+    errorCode: 'BAD_ANSWER',
+    answer: '"not json"',
+  });
   expect(await callVerb('seat: "registry", verb: "has", args: {build: "b1"}')).toMatchObject({ state: 'FAILED', errorCode: 'NO_RESPONDERS' });
   const { data } = await gateway.gql(`{ calls(state: FAILED, seat: "queue") { edges { node { errorCode } } } }`);
   expect(data.calls.edges.map((e: any) => e.node.errorCode)).toEqual(['BAD_ANSWER', 'TIMEOUT', 'NO_SUCH_QUEUE']);
@@ -64,11 +89,21 @@ test('refused before anything is sent: unknown seat or verb, missing, unknown or
   answerWith = () => JSON.stringify({ ok: true, answer: 1 });
   expect(await callVerb('seat: "nope", verb: "depth"')).toMatchObject({ __typename: 'NotFoundError', message: 'no seat named "nope"' });
   expect(await callVerb('seat: "queue", verb: "purge"')).toMatchObject({ __typename: 'NotFoundError', message: 'no verb named "queue.purge"' });
-  expect(await callVerb('seat: "queue", verb: "depth"')).toMatchObject({ __typename: 'InvalidError', field: 'queue', message: 'queue.depth requires queue (String)' });
+  expect(await callVerb('seat: "queue", verb: "depth"')).toMatchObject({
+    __typename: 'InvalidError',
+    field: 'queue',
+    message: 'queue.depth requires queue (String)',
+  });
   expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "q", colour: "red"}')).toMatchObject({ __typename: 'InvalidError', field: 'colour' });
-  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: 5}')).toMatchObject({ __typename: 'InvalidError', message: 'queue.depth: queue must be String, got number 5' });
+  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: 5}')).toMatchObject({
+    __typename: 'InvalidError',
+    message: 'queue.depth: queue must be String, got number 5',
+  });
   expect(await callVerb('seat: "queue", verb: "depth", args: [1, 2]')).toMatchObject({ __typename: 'InvalidError', field: 'args' });
-  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "q"}, timeoutMs: 60001')).toMatchObject({ __typename: 'InvalidError', field: 'timeoutMs' });
+  expect(await callVerb('seat: "queue", verb: "depth", args: {queue: "q"}, timeoutMs: 60001')).toMatchObject({
+    __typename: 'InvalidError',
+    field: 'timeoutMs',
+  });
   expect(await callVerb('seat: "a.b", verb: "depth"')).toMatchObject({ __typename: 'InvalidError', field: 'seat' });
   expect(heard).toEqual([]);
   const { data } = await gateway.gql(`{ calls(first: 8) { edges { node { seat verb state errorCode } } } }`);
@@ -86,7 +121,18 @@ test('refused before anything is sent: unknown seat or verb, missing, unknown or
 
 test("a seat's verb defined by an operator is judged against the row, through an alias too", async () => {
   const defined = await gateway.gql(`mutation($protocol: String) { defineSeat(input: { name: "cache", protocol: $protocol }) { __typename } }`, {
-    protocol: JSON.stringify({ serves: [{ name: "evict", acting: true, args: [{ name: 'keys', type: '[String]', required: true }, { name: 'ttl', type: 'Int' }] }] }),
+    protocol: JSON.stringify({
+      serves: [
+        {
+          name: 'evict',
+          acting: true,
+          args: [
+            { name: 'keys', type: '[String]', required: true },
+            { name: 'ttl', type: 'Int' },
+          ],
+        },
+      ],
+    }),
   });
   expect(defined.data.defineSeat.__typename).toBe('MutationDefineSeatSuccess');
   await gateway.gql(`mutation { renameSeat(from: "cache", to: "cache2") { __typename } }`);
@@ -99,12 +145,23 @@ test("a seat's verb defined by an operator is judged against the row, through an
   });
   await nc.flush();
   try {
-    expect(await callVerb('seat: "cache", verb: "evict", args: {keys: "k1"}')).toMatchObject({ __typename: 'InvalidError', message: 'cache2.evict: keys must be [String], got string "k1"' });
+    expect(await callVerb('seat: "cache", verb: "evict", args: {keys: "k1"}')).toMatchObject({
+      __typename: 'InvalidError',
+      message: 'cache2.evict: keys must be [String], got string "k1"',
+    });
     expect(await callVerb('seat: "cache", verb: "evict", args: {keys: ["k1"], ttl: 1.5}')).toMatchObject({ __typename: 'InvalidError', field: 'ttl' });
-    expect(await callVerb('seat: "cache", verb: "evict", args: {keys: ["k1", "k2"], ttl: 30}')).toMatchObject({ seat: 'cache2', state: 'OK', answerJson: 'evicted' });
+    expect(await callVerb('seat: "cache", verb: "evict", args: {keys: ["k1", "k2"], ttl: 30}')).toMatchObject({
+      seat: 'cache2',
+      state: 'OK',
+      answerJson: 'evicted',
+    });
     expect(got).toEqual([{ keys: ['k1', 'k2'], ttl: 30 }]);
     const byOldName = (await gateway.gql(`{ calls(seat: "cache") { edges { node { seat state } } } }`)).data.calls.edges.map((e: any) => e.node);
-    expect(byOldName).toEqual([{ seat: 'cache2', state: 'OK' }, { seat: 'cache2', state: 'FAILED' }, { seat: 'cache2', state: 'FAILED' }]);
+    expect(byOldName).toEqual([
+      { seat: 'cache2', state: 'OK' },
+      { seat: 'cache2', state: 'FAILED' },
+      { seat: 'cache2', state: 'FAILED' },
+    ]);
   } finally {
     sub.unsubscribe();
   }

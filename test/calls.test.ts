@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
-import { spawnGateway, type ChildGateway } from './fixtures/child.js';
-import { startNatsServer, type NatsServer } from './fixtures/nats-server.js';
-import { testEnv, type TestEnv } from './fixtures/services.js';
+import { type ChildGateway, spawnGateway } from './fixtures/child.js';
+import { type NatsServer, startNatsServer } from './fixtures/nats-server.js';
+import { type TestEnv, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gateway: ChildGateway;
@@ -41,14 +41,24 @@ test('a mutation is recorded as a call of the GraphQL door, named by the token, 
   const act = data.recordHandAct.data;
   expect(act).toMatchObject({ why: 'it hung', actor: 'local' });
   const call = (await callById(act.callId)).data.call;
-  expect(call).toMatchObject({ seat: env.controller, verb: 'recordHandAct', caller: 'local', door: 'GRAPHQL', state: 'OK', answerTruncated: false, replica: gateway.replica });
+  expect(call).toMatchObject({
+    seat: env.controller,
+    verb: 'recordHandAct',
+    caller: 'local',
+    door: 'GRAPHQL',
+    state: 'OK',
+    answerTruncated: false,
+    replica: gateway.replica,
+  });
   expect(call.answerJson).toMatchObject({ id: act.id, act: 'restarted-broker', target: 'm1' });
   expect(call.args).toMatchObject({ act: 'restarted-broker', why: 'it hung' });
   expect(call.answerBytes).toBe(Buffer.byteLength(call.answer));
 });
 
 test("the controller's seat row shows this build's verbs", async () => {
-  const { data } = await gateway.gql(`query($name: String!) { seat(name: $name) { serves { name acting args { name type required } } } }`, { name: env.controller });
+  const { data } = await gateway.gql(`query($name: String!) { seat(name: $name) { serves { name acting args { name type required } } } }`, {
+    name: env.controller,
+  });
   expect(data.seat.serves).toEqual(CONTROLLER_VERBS);
 });
 
@@ -173,7 +183,7 @@ test('the 1001st call pushes out the oldest', async () => {
   const kept = async () => (await jsm.streams.info(stream)).state;
   // The key of the first message at or after `seq` (updates leave gaps in the sequence).
   const idFrom = async (seq: number): Promise<[string, number]> => {
-    for (;; seq++) {
+    for (; ; seq++) {
       const msg = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
       if (msg) return [msg.subject.split('.').at(-1)!, seq];
     }
@@ -204,7 +214,9 @@ test('the 1001st call pushes out the oldest', async () => {
   const { data: page } = await gateway.gql(`{ calls(first: 3) { edges { cursor node { id } } pageInfo { hasNextPage endCursor } } }`);
   expect(page.calls.edges[0].node.id).toBe(newest);
   expect(page.calls.pageInfo.hasNextPage).toBe(true);
-  const { data: next } = await gateway.gql(`query($after: String) { calls(first: 2, after: $after) { edges { node { id } } } }`, { after: page.calls.pageInfo.endCursor });
+  const { data: next } = await gateway.gql(`query($after: String) { calls(first: 2, after: $after) { edges { node { id } } } }`, {
+    after: page.calls.pageInfo.endCursor,
+  });
   expect(next.calls.edges).toHaveLength(2);
   expect(next.calls.edges[0].node.id < page.calls.edges[2].node.id).toBe(true);
   const { data: all } = await gateway.gql(`{ calls(first: 100, seat: "nope") { edges { node { id } } } }`);

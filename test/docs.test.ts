@@ -21,13 +21,31 @@ import * as feed from '../src/services/status/feed.js';
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.
 // "collected for 5 ms (`NEWS_BATCH_MS`)": this test reads every such figure and compares it
 // with the constant, so the docs cannot drift from the code again.
-const modules = [buckets, nats, names, server, requestBodyLimit, forward, records, responder, durations, handActs, machines, ingest, wire, plan, leases, composer, feed];
+const modules = [
+  buckets,
+  nats,
+  names,
+  server,
+  requestBodyLimit,
+  forward,
+  records,
+  responder,
+  durations,
+  handActs,
+  machines,
+  ingest,
+  wire,
+  plan,
+  leases,
+  composer,
+  feed,
+];
 const constants = new Map<string, unknown>(modules.flatMap((m) => Object.entries(m)));
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, min: 60_000, h: 3_600_000, d: 86_400_000, days: 86_400_000, KiB: 1024, MiB: 1024 * 1024 };
 
 /** The figure as the constant would hold it: times in ms for a `_MS` constant, else as written. */
-function valueOf(figure: string, unit: string | undefined, constant: string): number {
+function figureValue(figure: string, unit: string | undefined, constant: string): number {
   const n = Number(figure.replace(/[, ]/g, ''));
   if (!unit) return n;
   if (unit === 'KiB' || unit === 'MiB') return n * UNITS[unit]!;
@@ -38,7 +56,12 @@ const CONSTANT = /\(`([A-Z][A-Z0-9_]+)`/g;
 /** The last figure, with its unit, in the words before a constant's name on its line. */
 const LAST_FIGURE = /(\d[\d,]*(?:\.\d+)?)\s?(ms|s|min|h|d|days|KiB|MiB)?\b(?!.*\d)/;
 
-const docs = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md') && f !== 'BENCHMARKS.md').map((f) => `docs/${f}`)];
+const docs = [
+  'README.md',
+  ...readdirSync('docs')
+    .filter((f) => f.endsWith('.md') && f !== 'BENCHMARKS.md')
+    .map((f) => `docs/${f}`),
+];
 
 test('every figure the docs tie to a constant is that constant’s value', () => {
   const seen: string[] = [];
@@ -47,13 +70,16 @@ test('every figure the docs tie to a constant is that constant’s value', () =>
     for (const match of text.matchAll(CONSTANT)) {
       const name = match[1]!;
       if (name.startsWith('MESH_')) continue; // an environment variable, its default is in config.ts
-      const before = text.slice(Math.max(0, match.index - 60), match.index).split('\n').pop()!;
+      const before = text
+        .slice(Math.max(0, match.index - 60), match.index)
+        .split('\n')
+        .pop()!;
       const found = LAST_FIGURE.exec(before);
       if (!found) continue; // the constant named without a figure
       const [, figure, unit] = found;
       const constant = constants.get(name);
       expect(constant, `${file}: ${name} is not an exported constant`).toBeTypeOf('number');
-      expect(valueOf(figure!, unit, name), `${file}: "${figure}${unit ? ` ${unit}` : ''} (${name})"`).toBe(constant);
+      expect(figureValue(figure!, unit, name), `${file}: "${figure}${unit ? ` ${unit}` : ''} (${name})"`).toBe(constant);
       seen.push(name);
     }
   }

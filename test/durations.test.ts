@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { pruneDurations, recordDurations, summarise, type Duration } from '../src/services/durations/durations.js';
-import { freshStore, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { type Duration, pruneDurations, recordDurations, summarise } from '../src/services/durations/durations.js';
+import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let store: Awaited<ReturnType<typeof freshStore>>;
 const config = loadConfig({ MESH_HEARTBEAT_S: '10', MESH_APPLY_TIMEOUT_S: '90', MESH_TIER_TIMEOUT_S: '600', MESH_BUILD_TIMEOUT_S: '1200' });
@@ -69,11 +69,16 @@ test('durations(kind, since) answers over GraphQL with the fixed names', async (
       { kind: 'build', subject: 'b1', seconds: 2, heardAt: new Date() },
       { kind: 'build', subject: 'b2', seconds: 8, heardAt: new Date() },
     ]);
-    const { data, errors } = await gw.gql(`query($since: DateTime) { durations(kind: BUILD, since: $since) { kind count min mean p50 p90 p99 max bound exceeded } }`, {
-      since: new Date(Date.now() - 60_000).toISOString(),
-    });
+    const { data, errors } = await gw.gql(
+      `query($since: DateTime) { durations(kind: BUILD, since: $since) { kind count min mean p50 p90 p99 max bound exceeded } }`,
+      {
+        since: new Date(Date.now() - 60_000).toISOString(),
+      },
+    );
     expect(errors).toBeUndefined();
-    expect(data.durations).toEqual([{ kind: 'BUILD', count: 2, min: 2, mean: 5, p50: 5, p90: expect.closeTo(7.4, 9), p99: expect.closeTo(7.94, 9), max: 8, bound: 5, exceeded: 1 }]);
+    expect(data.durations).toEqual([
+      { kind: 'BUILD', count: 2, min: 2, mean: 5, p50: 5, p90: expect.closeTo(7.4, 9), p99: expect.closeTo(7.94, 9), max: 8, bound: 5, exceeded: 1 },
+    ]);
     const all = await gw.gql('{ durations { kind count } }');
     expect(all.data.durations.map((d: { kind: string }) => d.kind)).toEqual(['APPLY', 'BUILD', 'HEARTBEAT_GAP', 'PLAN_TIER']);
   } finally {

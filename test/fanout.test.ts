@@ -2,9 +2,9 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../src/services/status/composition.js';
 import { applyDelta } from '../src/services/status/delta.js';
-import { publishHeard, seqPastStart } from './fixtures/live.js';
 import { aComposition, everyMachineHeard, oneMachineChanged, randomNext, rng } from './fixtures/compositions.js';
-import { aTokensFile, NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { publishHeard, seqPastStart } from './fixtures/live.js';
+import { aTokensFile, NATS_URL, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 import { RawWsClient } from './fixtures/ws-client.js';
 
 const READER = 'Bearer reader-token-1';
@@ -105,7 +105,12 @@ test('subscribers with different access never share an execution', async () => {
   last = await publish(oneMachineChanged(last, ++seq));
   await reader.until(() => [seqs(reader, 'r'), seqs(operator, 'o'), seqs(reader2, 'r2')].every((s) => s.at(-1) === seq), 10_000, 'the next composition');
   expect(fanout().stats().executions - executions).toBe(2);
-  for (const [c, id] of [[reader, 'r'], [operator, 'o'], [reader2, 'r2']] as const) c.complete(id);
+  for (const [c, id] of [
+    [reader, 'r'],
+    [operator, 'o'],
+    [reader2, 'r2'],
+  ] as const)
+    c.complete(id);
   await reader.until(() => fanout().stats().groups === before.groups, 5_000, 'the groups to go');
 });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { aMachine } from './fixtures/mesh.js';
 import { ADD_SEAT_HOLDER, DEFINE_SEAT, HOLD_SEAT, RELEASE_SEAT, RENAME_SEAT, SEAT } from './fixtures/operations.js';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: TestGateway;
@@ -105,9 +105,7 @@ test('a seat with no holding on record is held by every running module that clai
   const m2 = await aMachine(gw.mesh.db, { modules: ['worker'], claims: { worker: [`${seat}-now`] } });
   await aMachine(gw.mesh.db, { modules: ['other'], claims: {} });
   const found = await holders(`${seat}-now`);
-  expect(found).toEqual(
-    [m1, m2].sort().map((m) => ({ machine: { name: m }, module: 'worker', site: 'eu-1', derived: true })),
-  );
+  expect(found).toEqual([m1, m2].sort().map((m) => ({ machine: { name: m }, module: 'worker', site: 'eu-1', derived: true })));
 });
 
 test('holdings are read by seat alias and by machine with the machine site', async () => {
@@ -117,7 +115,9 @@ test('holdings are read by seat alias and by machine with the machine site', asy
   await gw.gql(RENAME_SEAT, { from: seat, to: `${seat}-b` });
   const bySeat = await gw.gql(`query($s: String) { holdings(seat: $s) { seat { name } machine { name } site scope } }`, { s: seat });
   expect(bySeat.data.holdings).toEqual([{ seat: { name: `${seat}-b` }, machine: { name: machine }, site: 'sa-1', scope: 'rack' }]);
-  const byMachine = await gw.gql(`query($m: String!) { holdings(machine: $m) { seat { name } } machine(name: $m) { holdings { seat { name } } } }`, { m: machine });
+  const byMachine = await gw.gql(`query($m: String!) { holdings(machine: $m) { seat { name } } machine(name: $m) { holdings { seat { name } } } }`, {
+    m: machine,
+  });
   expect(byMachine.data.holdings).toEqual([{ seat: { name: `${seat}-b` } }]);
   expect(byMachine.data.machine.holdings).toEqual([{ seat: { name: `${seat}-b` } }]);
 });

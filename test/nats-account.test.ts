@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { spawnGateway, type ChildGateway } from './fixtures/child.js';
-import { startNatsServer, type NatsServer } from './fixtures/nats-server.js';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { type ChildGateway, spawnGateway } from './fixtures/child.js';
+import { type NatsServer, startNatsServer } from './fixtures/nats-server.js';
 import { freshDatabase } from './fixtures/services.js';
 
 // The shipped config is written for the default names, and this server is the test's own.
@@ -47,7 +47,11 @@ async function start(): Promise<ChildGateway> {
   return child;
 }
 
-const violations = (user: string) => server.log().split('\n').filter((line) => line.includes('Violation') && line.includes(`User "${user}"`));
+const violations = (user: string) =>
+  server
+    .log()
+    .split('\n')
+    .filter((line) => line.includes('Violation') && line.includes(`User "${user}"`));
 
 /** Connects as a user and collects the permission errors the server sends it. */
 async function as(user: string, pass: string, inboxPrefix?: string): Promise<{ nc: NatsConnection; errors: string[] }> {
@@ -61,8 +65,10 @@ async function as(user: string, pass: string, inboxPrefix?: string): Promise<{ n
 
 test('the gateway runs under the least-privilege user through a call, a hand-act and a restart', async () => {
   const first = await start();
-  const act = (await first.gql(`mutation { recordHandAct(act: "rotated-creds", why: "quarterly rotation", cause: "policy") {
-    ... on MutationRecordHandActSuccess { data { id callId } } } }`)).data.recordHandAct.data;
+  const act = (
+    await first.gql(`mutation { recordHandAct(act: "rotated-creds", why: "quarterly rotation", cause: "policy") {
+    ... on MutationRecordHandActSuccess { data { id callId } } } }`)
+  ).data.recordHandAct.data;
   expect(act.callId).toBeTruthy();
 
   const { nc: alice } = await as('alice', passwords.alice, '_INBOX.alice');
@@ -111,7 +117,9 @@ test('a subject outside the grant is refused, for the controller and for an agen
 
   // An agent that does not name itself in its inbox cannot hear an answer at all.
   const anonymous = await as('alice', passwords.alice);
-  await expect(anonymous.nc.request(`mesh.seat.${CONTROLLER}.handActs`, '{}', { timeout: 2_000 })).rejects.toThrow(/Permissions Violation for Subscription to "_INBOX\./);
+  await expect(anonymous.nc.request(`mesh.seat.${CONTROLLER}.handActs`, '{}', { timeout: 2_000 })).rejects.toThrow(
+    /Permissions Violation for Subscription to "_INBOX\./,
+  );
   await anonymous.nc.close();
   await expect.poll(() => violations('alice').length).toBeGreaterThanOrEqual(4);
 });

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { defineSeat } from '../src/services/seats/define.js';
 import { holdSeat } from '../src/services/seats/holdings.js';
-import { recordHeartbeats } from '../src/services/machines/machines.js';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: TestGateway;

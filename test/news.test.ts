@@ -2,9 +2,9 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { startGateway, type Gateway } from '../src/gateway.js';
+import { type Gateway, startGateway } from '../src/gateway.js';
 import { anAgent, eventually } from './fixtures/live.js';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: Gateway;

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { aMachine } from './fixtures/mesh.js';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gateway: TestGateway;
@@ -31,7 +31,9 @@ const PLAN = 'id seat build state tier tiers behind openedAt endedAt';
 const ERROR = '... on Error { __typename code message }';
 
 async function mutate(field: string, args: string) {
-  const r = await gateway.gql(`mutation { ${field}(${args}) { __typename ... on Mutation${field[0]!.toUpperCase()}${field.slice(1)}Success { data { ${PLAN} } } ${ERROR} } }`);
+  const r = await gateway.gql(
+    `mutation { ${field}(${args}) { __typename ... on Mutation${field[0]!.toUpperCase()}${field.slice(1)}Success { data { ${PLAN} } } ${ERROR} } }`,
+  );
   if (r.errors) throw new Error(JSON.stringify(r.errors));
   const result = r.data[field];
   return result.data ?? result;
@@ -43,20 +45,36 @@ test('push plans one tier per site of the seat’s holders, in name order, and o
   expect(plan).toMatchObject({ seat: 'queue', build: 'b1', state: 'OPEN', tier: 0, tiers: [['p-b', 'p-c'], ['p-a']], behind: null, endedAt: null });
   expect(plan.openedAt).not.toBeNull();
   expect(plan.id).toMatch(/^plan-[0-9a-z]+$/);
-  expect(events).toEqual(expect.arrayContaining([['plan-changed', plan.id], ['plan-opened', plan.id], ['acted', 'push']]));
+  expect(events).toEqual(
+    expect.arrayContaining([
+      ['plan-changed', plan.id],
+      ['plan-opened', plan.id],
+      ['acted', 'push'],
+    ]),
+  );
 });
 
 test('a plan pushed behind another waits QUEUED until that one is CLOSED, then opens', async () => {
   const ahead = await mutate('push', 'seat: "queue", build: "b2", why: "release 2"');
   const behind = await mutate('push', `seat: "queue", build: "b3", behind: "${ahead.id}", tiers: [["p-a"], ["p-b", "p-c"]], why: "release 3"`);
   expect(behind).toMatchObject({ state: 'QUEUED', behind: ahead.id, openedAt: null, tiers: [['p-a'], ['p-b', 'p-c']] });
-  expect(await mutate('stopPlan', `id: "${behind.id}", why: "not yet"`)).toMatchObject({ __typename: 'ConflictError', message: `plan ${behind.id} is QUEUED: only an OPEN plan can be stopped` });
+  expect(await mutate('stopPlan', `id: "${behind.id}", why: "not yet"`)).toMatchObject({
+    __typename: 'ConflictError',
+    message: `plan ${behind.id} is QUEUED: only an OPEN plan can be stopped`,
+  });
 
   events.length = 0;
   const closed = await mutate('closePlan', `id: "${ahead.id}", why: "b2 is out", cause: "release"`);
   expect(closed).toMatchObject({ id: ahead.id, state: 'CLOSED' });
   expect(closed.endedAt).not.toBeNull();
-  expect(events).toEqual(expect.arrayContaining([['plan-changed', ahead.id], ['plan-changed', behind.id], ['plan-opened', behind.id], ['acted', 'closePlan']]));
+  expect(events).toEqual(
+    expect.arrayContaining([
+      ['plan-changed', ahead.id],
+      ['plan-changed', behind.id],
+      ['plan-opened', behind.id],
+      ['acted', 'closePlan'],
+    ]),
+  );
   const { data } = await gateway.gql(`{ plans(state: OPEN) { id state openedAt } }`);
   const opened = data.plans.find((p: any) => p.id === behind.id);
   expect(opened).toMatchObject({ state: 'OPEN' });
@@ -64,8 +82,14 @@ test('a plan pushed behind another waits QUEUED until that one is CLOSED, then o
 
   expect(await mutate('stopPlan', `id: "${behind.id}", why: "tier 0 looks wrong"`)).toMatchObject({ state: 'STOPPED' });
   expect(await mutate('closePlan', `id: "${behind.id}", why: "abandon b3"`)).toMatchObject({ state: 'CLOSED' });
-  expect(await mutate('closePlan', `id: "${behind.id}", why: "again"`)).toMatchObject({ __typename: 'ConflictError', message: `plan ${behind.id} is already CLOSED` });
-  expect(await mutate('push', `seat: "queue", build: "b4", behind: "${behind.id}", why: "behind a closed plan"`)).toMatchObject({ state: 'OPEN', behind: behind.id });
+  expect(await mutate('closePlan', `id: "${behind.id}", why: "again"`)).toMatchObject({
+    __typename: 'ConflictError',
+    message: `plan ${behind.id} is already CLOSED`,
+  });
+  expect(await mutate('push', `seat: "queue", build: "b4", behind: "${behind.id}", why: "behind a closed plan"`)).toMatchObject({
+    state: 'OPEN',
+    behind: behind.id,
+  });
 });
 
 test('plans lists newest first, filtered by state', async () => {
@@ -86,10 +110,16 @@ test('bad pushes are typed errors and change nothing', async () => {
   const before = (await gateway.gql(`{ plans { id } }`)).data.plans.length;
   expect(await mutate('push', 'seat: "nope", build: "b", why: "w"')).toMatchObject({ __typename: 'NotFoundError', message: 'no seat named "nope"' });
   expect(await mutate('push', 'seat: "builder", build: "b", why: "w"')).toMatchObject({ __typename: 'ConflictError' });
-  expect(await mutate('push', 'seat: "queues", build: "b", tiers: [["p-a", "ghost"]], why: "w"')).toMatchObject({ __typename: 'NotFoundError', message: 'no machine named "ghost"' });
+  expect(await mutate('push', 'seat: "queues", build: "b", tiers: [["p-a", "ghost"]], why: "w"')).toMatchObject({
+    __typename: 'NotFoundError',
+    message: 'no machine named "ghost"',
+  });
   expect(await mutate('push', 'seat: "queues", build: "b", tiers: [["p-a"], ["p-a"]], why: "w"')).toMatchObject({ __typename: 'InvalidError' });
   expect(await mutate('push', 'seat: "queues", build: "b", tiers: [[]], why: "w"')).toMatchObject({ __typename: 'InvalidError' });
-  expect(await mutate('push', 'seat: "queues", build: "b.1", why: "w"')).toMatchObject({ __typename: 'InvalidError', message: expect.stringContaining('a dot') });
+  expect(await mutate('push', 'seat: "queues", build: "b.1", why: "w"')).toMatchObject({
+    __typename: 'InvalidError',
+    message: expect.stringContaining('a dot'),
+  });
   expect(await mutate('push', 'seat: "queues", build: "b", behind: "plan-none", why: "w"')).toMatchObject({ __typename: 'NotFoundError' });
   expect(await mutate('stopPlan', 'id: "plan-none", why: "w"')).toMatchObject({ __typename: 'NotFoundError', message: 'no plan named "plan-none"' });
   expect((await gateway.gql(`{ plans { id } }`)).data.plans.length).toBe(before);

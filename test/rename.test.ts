@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { aMachine } from './fixtures/mesh.js';
 import { ALIASES, DEFINE_SEAT, HOLD_SEAT, RENAME_SEAT, SEAT } from './fixtures/operations.js';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: TestGateway;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { spawnGateway, type ChildGateway } from './fixtures/child.js';
-import { anAgent, eventually, sseSubscribe, wsSubscribe, type Received } from './fixtures/live.js';
-import { testEnv, type TestEnv } from './fixtures/services.js';
+import { type ChildGateway, spawnGateway } from './fixtures/child.js';
+import { anAgent, eventually, type Received, sseSubscribe, wsSubscribe } from './fixtures/live.js';
+import { type TestEnv, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let a: ChildGateway | undefined;
@@ -64,6 +64,8 @@ test('two gateways on one store and one NATS: one composes for both; killed, the
   agent.heartbeat(env.subjects, 'r-2', { site: 'eu-1', modules: ['broker'] });
   const after = await eventually(() => withMachine(onB.items, 'r-2'), 'r-2 composed by the second gateway');
   expect(after.status.seq).toBeGreaterThan(takeover.status.seq);
-  const { data } = await (await fetch(b.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ status { seq } }' }) })).json();
+  const { data } = await (
+    await fetch(b.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ status { seq } }' }) })
+  ).json();
   expect(data.status.seq).toBeGreaterThanOrEqual(after.status.seq);
 }, 60_000);

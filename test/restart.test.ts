@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { newId as newCallId } from '../src/kernel/ids.js';
 import { abandonCall, type Call } from '../src/services/calls/records.js';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../src/services/replicas/leases.js';
-import { spawnGateway, type ChildGateway } from './fixtures/child.js';
+import { type ChildGateway, spawnGateway } from './fixtures/child.js';
 import { eventually } from './fixtures/live.js';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let nc: NatsConnection;
@@ -57,8 +57,10 @@ async function hangingCall(gateway: ChildGateway): Promise<string> {
 
 test('after SIGKILL a new process reads the finished call with its answer, and the interrupted one is ABANDONED', async () => {
   const first = await start();
-  const act = (await first.gql(`mutation { recordHandAct(act: "replaced-fan", target: "m7", why: "it was loud", cause: "hardware") {
-    ... on MutationRecordHandActSuccess { data { id callId } } } }`)).data.recordHandAct.data;
+  const act = (
+    await first.gql(`mutation { recordHandAct(act: "replaced-fan", target: "m7", why: "it was loud", cause: "hardware") {
+    ... on MutationRecordHandActSuccess { data { id callId } } } }`)
+  ).data.recordHandAct.data;
   const running = await hangingCall(first);
   await first.kill();
 
@@ -94,11 +96,27 @@ test('two replicas marking the same call abandoned: exactly one compare-and-set 
   await eventually(() => a.mesh.leases.liveReplicas().includes(b.config.replica), 'the first replica to see the lease of the second');
   // A call of a replica with a live lease, so neither sweep takes it before the race below.
   const ghost = `ghost-${Date.now()}`;
-  await a.mesh.buckets.leases.put(`replica.${ghost}`, JSON.stringify({ replica: ghost, expiresAt: new Date(Date.now() + 60_000).toISOString(), startedAt: new Date().toISOString() }));
+  await a.mesh.buckets.leases.put(
+    `replica.${ghost}`,
+    JSON.stringify({ replica: ghost, expiresAt: new Date(Date.now() + 60_000).toISOString(), startedAt: new Date().toISOString() }),
+  );
   const now = Date.now();
   const call: Call = {
-    id: newCallId(now), seat: 'queue', verb: 'depth', args: {}, argsTruncated: false, caller: 'tester', door: 'NATS', state: 'RUNNING',
-    startedAt: new Date(now).toISOString(), endedAt: null, answer: null, answerTruncated: false, answerBytes: null, error: null, replica: ghost,
+    id: newCallId(now),
+    seat: 'queue',
+    verb: 'depth',
+    args: {},
+    argsTruncated: false,
+    caller: 'tester',
+    door: 'NATS',
+    state: 'RUNNING',
+    startedAt: new Date(now).toISOString(),
+    endedAt: null,
+    answer: null,
+    answerTruncated: false,
+    answerBytes: null,
+    error: null,
+    replica: ghost,
   };
   const revision = await a.mesh.buckets.calls.put(call.id, JSON.stringify(call));
   const results = await Promise.all([abandonCall(a.mesh, call.id, revision, 'by a'), abandonCall(b.mesh, call.id, revision, 'by b')]);

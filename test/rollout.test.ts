@@ -5,7 +5,7 @@ import { closePlan, push } from '../src/services/plans/plans.js';
 import type { ApplyMessage } from '../src/services/plans/rollout.js';
 import { defineSeat } from '../src/services/seats/define.js';
 import { anAgent, eventually } from './fixtures/live.js';
-import { startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: TestGateway;
@@ -68,7 +68,11 @@ test('a plan rolls out tier by tier: each tier applied once the one before repor
   const done = await planRow(plan.id);
   expect(done.tier).toBe(1);
   expect(done.ended_at).not.toBeNull();
-  expect((await durations('apply', plan.id)).map((d) => d.subject)).toEqual([`${plan.id}/${machines.a1}`, `${plan.id}/${machines.a2}`, `${plan.id}/${machines.b1}`]);
+  expect((await durations('apply', plan.id)).map((d) => d.subject)).toEqual([
+    `${plan.id}/${machines.a1}`,
+    `${plan.id}/${machines.a2}`,
+    `${plan.id}/${machines.b1}`,
+  ]);
   expect((await durations('plan_tier', plan.id)).map((d) => d.subject)).toEqual([`${plan.id}/0`, `${plan.id}/1`]);
   for (const d of await durations('apply', plan.id)) expect(d.seconds).toBeGreaterThanOrEqual(0);
   const rows = await gw.mesh.db.selectFrom('plan_apply').select(['machine', 'tier', 'ok', 'detail']).where('plan', '=', plan.id).orderBy('machine').execute();
@@ -90,11 +94,16 @@ test('a failed report stops the plan: the next tier is never applied', async () 
   expect(appliesOf(plan.id)).toHaveLength(1);
   expect((await planRow(plan.id)).state).toBe('STOPPED');
   expect(await durations('plan_tier', plan.id)).toEqual([]);
-  const failed = await gw.mesh.db.selectFrom('plan_apply').select(['ok', 'detail']).where('plan', '=', plan.id).where('machine', '=', machines.a1).executeTakeFirstOrThrow();
+  const failed = await gw.mesh.db
+    .selectFrom('plan_apply')
+    .select(['ok', 'detail'])
+    .where('plan', '=', plan.id)
+    .where('machine', '=', machines.a1)
+    .executeTakeFirstOrThrow();
   expect(failed).toEqual({ ok: false, detail: 'disk full' });
 });
 
-test("a second report, a report of another build or of a machine the plan did not send to changes nothing", async () => {
+test('a second report, a report of another build or of a machine the plan did not send to changes nothing', async () => {
   const plan = await push(gw.mesh, { seat, build: 'build-9' });
   await eventually(() => appliesOf(plan.id)[0], 'the first tier applied');
   report(machines.a1, plan.id, 'build-9', true);

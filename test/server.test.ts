@@ -5,7 +5,7 @@ import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { spawnGateway } from './fixtures/child.js';
-import { aTokensFile, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: TestGateway;

@@ -1,11 +1,11 @@
 import { request } from 'node:http';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { Composition } from '../src/services/status/composition.js';
 import { REQUEST_BODY_LIMIT } from '../src/server/request-body-limit.js';
-import { publishHeard, seqPastStart } from './fixtures/live.js';
+import type { Composition } from '../src/services/status/composition.js';
 import { aComposition, oneMachineChanged } from './fixtures/compositions.js';
-import { aTokensFile, NATS_URL, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { publishHeard, seqPastStart } from './fixtures/live.js';
+import { aTokensFile, NATS_URL, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 const READER = 'Bearer reader-token-1';
 const OPERATOR = 'Bearer operator-token-2';

@@ -1,15 +1,15 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { compose, type CompositionSources } from '../src/services/status/compose.js';
-import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composer.js';
-import type { Composition } from '../src/services/status/composition.js';
 import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { push } from '../src/services/plans/plans.js';
 import { defineSeat } from '../src/services/seats/define.js';
+import { type CompositionSources, compose } from '../src/services/status/compose.js';
+import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composer.js';
+import type { Composition } from '../src/services/status/composition.js';
 import { compositionAssembler, encodeComposition, followLatest } from '../src/services/status/feed.js';
 import { anAgent, eventually, sseSubscribe, wsSubscribe } from './fixtures/live.js';
-import { freshStore, startTestGateway, testEnv, type TestEnv, type TestGateway } from './fixtures/services.js';
+import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: TestGateway;
@@ -51,8 +51,22 @@ test('status answers the last composition: machines with state and holdings, sea
   expect(status.trigger).toMatch(/plan/);
   expect(status.tookMs).toBeGreaterThan(0);
   expect(status.machines).toEqual([
-    { name: 'st-1', site: 'eu-1', state: 'UP', lastHeardAt: expect.any(String), modules: ['broker', 'web'], holdings: [{ seat: 'queue', module: 'broker', derived: true }] },
-    { name: 'st-2', site: 'us-1', state: 'LATE', lastHeardAt: expect.any(String), modules: ['broker'], holdings: [{ seat: 'queue', module: 'broker', derived: true }] },
+    {
+      name: 'st-1',
+      site: 'eu-1',
+      state: 'UP',
+      lastHeardAt: expect.any(String),
+      modules: ['broker', 'web'],
+      holdings: [{ seat: 'queue', module: 'broker', derived: true }],
+    },
+    {
+      name: 'st-2',
+      site: 'us-1',
+      state: 'LATE',
+      lastHeardAt: expect.any(String),
+      modules: ['broker'],
+      holdings: [{ seat: 'queue', module: 'broker', derived: true }],
+    },
   ]);
   expect(status.seats.find((s: { name: string }) => s.name === 'queue')).toEqual({
     name: 'queue',
@@ -66,7 +80,17 @@ test('status answers the last composition: machines with state and holdings, sea
   expect(status.unheldSeats).toContain('lonely');
   expect(status.unheldSeats).not.toContain('queue');
   expect(status.plans).toEqual([
-    { id: plan.id, seat: 'queue', build: 'b-1', state: 'OPEN', tier: 0, tiers: [['st-1'], ['st-2']], behind: null, openedAt: expect.any(String), endedAt: null },
+    {
+      id: plan.id,
+      seat: 'queue',
+      build: 'b-1',
+      state: 'OPEN',
+      tier: 0,
+      tiers: [['st-1'], ['st-2']],
+      behind: null,
+      openedAt: expect.any(String),
+      endedAt: null,
+    },
   ]);
   expect(status).toMatchObject({ callsRunning: 0, handActsThisWeek: 0, repeatedCauses: [] });
 });
@@ -81,7 +105,13 @@ test('a composition takes the same few SQL statements whatever the size of the m
     };
     await recordHeartbeats(store.db, [{ machine: 'one', modules: ['broker'], claims: { broker: ['queue'] }, at: new Date() }]);
     const small = await count();
-    const beats = Array.from({ length: 500 }, (_, i) => ({ machine: `m${i}`, site: `s${i % 7}`, modules: ['broker', 'web'], claims: { broker: ['queue'] }, at: new Date() }));
+    const beats = Array.from({ length: 500 }, (_, i) => ({
+      machine: `m${i}`,
+      site: `s${i % 7}`,
+      modules: ['broker', 'web'],
+      claims: { broker: ['queue'] },
+      at: new Date(),
+    }));
     await recordHeartbeats(store.db, beats);
     for (let i = 0; i < 50; i++) await defineSeat(store.db, gw.mesh.catalogue, { name: `seat-${i}` });
     const large = await count();

@@ -1,6 +1,6 @@
 import { expect, expectTypeOf, test } from 'vitest';
-import { actingVerb, type ArgsOf } from '../src/services/calls/verb.js';
-import { pushVerb } from '../src/services/plans/verbs.js';
+import { type ArgsOf, actingVerb } from '../src/services/calls/verb.js';
+import type { pushVerb } from '../src/services/plans/verbs.js';
 
 // These assertions are checked by `tsc` (npm test type-checks test/ first): an `@ts-expect-error`
 // that no longer errors fails the type-check, so the verb typing cannot silently loosen.

@@ -1,5 +1,5 @@
 import { DiscardPolicy, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 

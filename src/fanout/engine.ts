@@ -1,12 +1,11 @@
-import { execute as executeEvent, getOperationAST, Kind, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { type DocumentNode, type ExecutionArgs, type ExecutionResult, execute as executeEvent, type GraphQLSchema, getOperationAST, Kind } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import type { Composition, StatusFeed } from '../services/status/composition.js';
 import { diffCompositions, type StatusDelta } from '../services/status/delta.js';
 import type { LiveField, MaybePromise } from './live-field.js';
-import { Frame, isPromise, Subscriber, type FrameSource } from './subscriber.js';
-
+import { Frame, type FrameSource, isPromise, Subscriber } from './subscriber.js';
 
 /** What a group executes with: the enveloped `execute` and every argument but the root value. */
 export interface PreparedOperation {
@@ -30,7 +29,6 @@ export interface FanoutStats {
   /** The most bytes any subscriber's socket has yet to hand to the kernel. */
   maxBuffered: number;
 }
-
 
 const LIVE_EXECUTION = Symbol('a group executing one event of a live field');
 
@@ -139,7 +137,7 @@ export class Fanout {
     if (selections.length !== 1) return undefined;
     const [selection] = selections;
     if (selection.kind !== Kind.FIELD || selection.directives?.length) return undefined;
-    return Object.prototype.hasOwnProperty.call(this.fields, selection.name.value) ? selection.name.value : undefined;
+    return Object.hasOwn(this.fields, selection.name.value) ? selection.name.value : undefined;
   }
 
   group(key: string): Group | undefined {

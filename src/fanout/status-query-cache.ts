@@ -1,16 +1,16 @@
-import { getOperationAST, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
+import { type DocumentNode, type ExecutionResult, getOperationAST, Kind } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Access } from '../services/access/tokens.js';
 import type { StatusFeed } from '../services/status/composition.js';
 import { operationKey } from './operation-key.js';
 
 /** Distinct (operation, variables, caller) responses kept for one composition: dashboards ask a handful. */
-export const STATUS_CACHE_ENTRIES = 64;
+const STATUS_CACHE_ENTRIES = 64;
 /** Bytes kept for one composition, whatever the entries: a 1,000-machine status is about 150 KB. */
-export const STATUS_CACHE_BYTES = 64 * 1024 * 1024;
+const STATUS_CACHE_BYTES = 64 * 1024 * 1024;
 
 /** How long a request waits for the same request's execution before executing itself. */
-export const MISS_WAIT_MS = 5_000;
+const MISS_WAIT_MS = 5_000;
 
 const KNOWN_PARAMS = new Set(['query', 'variables', 'operationName', 'extensions']);
 const REGULAR_MEDIA_TYPES = ['application/graphql-response+json', 'application/json'];

@@ -9,7 +9,7 @@ import type { LiveField, MaybePromise } from './live-field.js';
  * bytes costs less than two extra frames); a larger one is written by reference between a
  * per-subscriber prefix and suffix, as fragments of one message.
  */
-export const FRAGMENT_FROM_BYTES = 16 * 1024;
+const FRAGMENT_FROM_BYTES = 16 * 1024;
 
 const SUFFIX = Buffer.from('}');
 
@@ -44,7 +44,10 @@ export class Frame {
 
   deliver(subscriber: Subscriber, kind: PayloadKind): void {
     const ready = this.bytes[kind];
-    if (ready) return subscriber.write(this.seq, ready);
+    if (ready) {
+      subscriber.write(this.seq, ready);
+      return;
+    }
     const waiting = this.waiting[kind];
     if (waiting) {
       waiting.push(subscriber);

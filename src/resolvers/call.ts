@@ -1,7 +1,7 @@
 import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { builder } from '../schema/builder.js';
 import { CallRef, CallStateEnum } from '../schema/call.js';
-import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, callById, listCalls, type Call } from '../services/calls/records.js';
+import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call, callById, listCalls } from '../services/calls/records.js';
 import { callVerbVerb } from '../services/calls/verbs.js';
 import { verbMutation } from './verb-mutation.js';
 
@@ -19,8 +19,9 @@ builder.queryFields((t) => ({
       description: `Calls newest first, ${CALLS_PAGE_DEFAULT} a page unless asked (at most ${CALLS_PAGE_MAX}), filtered by seat (a name or an alias: its calls under any of its names), state and caller.`,
       args: { seat: t.arg.string(), state: t.arg({ type: CallStateEnum }), caller: t.arg.string() },
       resolve: (_root, args, ctx) =>
-        resolveCursorConnection<Promise<Call[]>>({ args, toCursor: (call: Call) => call.id, defaultSize: CALLS_PAGE_DEFAULT, maxSize: CALLS_PAGE_MAX }, (page) =>
-          listCalls(ctx.mesh, args, page),
+        resolveCursorConnection<Promise<Call[]>>(
+          { args, toCursor: (call: Call) => call.id, defaultSize: CALLS_PAGE_DEFAULT, maxSize: CALLS_PAGE_MAX },
+          (page) => listCalls(ctx.mesh, args, page),
         ),
     },
     { name: 'CallConnection', description: 'A page of calls, newest first.' },

@@ -1,7 +1,7 @@
 import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { builder } from '../schema/builder.js';
 import { HandActRef, RepeatedCauseRef } from '../schema/hand-act.js';
-import { HAND_ACTS_PAGE_DEFAULT, HAND_ACTS_PAGE_MAX, listHandActs, repeatedCauses, type HandAct } from '../services/hand-acts/hand-acts.js';
+import { HAND_ACTS_PAGE_DEFAULT, HAND_ACTS_PAGE_MAX, type HandAct, listHandActs, repeatedCauses } from '../services/hand-acts/hand-acts.js';
 import { recordHandActVerb } from '../services/hand-acts/verbs.js';
 import { verbMutation } from './verb-mutation.js';
 
@@ -12,8 +12,9 @@ builder.queryFields((t) => ({
       description: 'The hand-act log, newest first, from `since` and of one `cause` when given.',
       args: { since: t.arg({ type: 'DateTime' }), cause: t.arg.string() },
       resolve: (_root, args, ctx) =>
-        resolveCursorConnection<HandAct[]>({ args, toCursor: (act: HandAct) => act.id, defaultSize: HAND_ACTS_PAGE_DEFAULT, maxSize: HAND_ACTS_PAGE_MAX }, (page) =>
-          listHandActs(ctx.mesh, { since: args.since, cause: args.cause }, page),
+        resolveCursorConnection<HandAct[]>(
+          { args, toCursor: (act: HandAct) => act.id, defaultSize: HAND_ACTS_PAGE_DEFAULT, maxSize: HAND_ACTS_PAGE_MAX },
+          (page) => listHandActs(ctx.mesh, { since: args.since, cause: args.cause }, page),
         ),
     },
     { name: 'HandActConnection', description: 'A page of hand-acts, newest first.' },

@@ -2,8 +2,8 @@ import DataLoader from 'dataloader';
 import type { Loaders } from '../schema/context.js';
 import { machinesByNames } from '../services/machines/machines.js';
 import type { Mesh } from '../services/mesh.js';
+import { type Holding, listHoldings } from '../services/seats/holdings.js';
 import { aliasesOfSeats, seatsByNames } from '../services/seats/seats.js';
-import { listHoldings, type Holding } from '../services/seats/holdings.js';
 
 function groupBy(holdings: Holding[], keys: readonly string[], key: (h: Holding) => string): Holding[][] {
   const groups = new Map<string, Holding[]>(keys.map((k) => [k, []]));

@@ -45,4 +45,3 @@ builder.mutationFields((t) => ({
     },
   }),
 }));
-

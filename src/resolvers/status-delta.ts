@@ -1,8 +1,8 @@
 import { builder } from '../schema/builder.js';
 import { StatusChangeRef } from '../schema/status-delta.js';
 import type { Composition } from '../services/status/composition.js';
-import { followLatest } from '../services/status/feed.js';
 import { deltaChange, diffCompositions, fullChange, type StatusChange } from '../services/status/delta.js';
+import { followLatest } from '../services/status/feed.js';
 
 // Over graphql-ws the fanout serves this field (one execution per composition for all alike
 // subscribers); this subscribe is the path of SSE and of any socket the fanout does not serve.

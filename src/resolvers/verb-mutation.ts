@@ -1,8 +1,8 @@
+import type { builder } from '../schema/builder.js';
+import type { GatewayContext } from '../schema/context.js';
 import type { ArgSpec, ArgSpecs, ControllerVerb } from '../services/calls/verb.js';
 import { invokeVerb } from '../services/controller/invoke.js';
 import type { Mesh } from '../services/mesh.js';
-import { builder } from '../schema/builder.js';
-import type { GatewayContext } from '../schema/context.js';
 
 type MutationFieldBuilder = Parameters<Parameters<typeof builder.mutationFields>[0]>[0];
 type ArgBuilder = MutationFieldBuilder['arg'];
@@ -37,7 +37,10 @@ function argFor(arg: ArgBuilder, spec: ArgSpec) {
  * data, and the call recorded by the one dispatcher. The answer is the verb handler's result.
  */
 export function verbMutation<A extends ArgSpecs, R>(t: MutationFieldBuilder, verb: ControllerVerb<Mesh, A, R>) {
-  const args = Object.fromEntries(Object.entries(verb.args as ArgSpecs).map(([name, spec]) => [name, argFor(t.arg, spec)])) as Record<string, ReturnType<typeof argFor>>;
+  const args = Object.fromEntries(Object.entries(verb.args as ArgSpecs).map(([name, spec]) => [name, argFor(t.arg, spec)])) as Record<
+    string,
+    ReturnType<typeof argFor>
+  >;
   return {
     authScopes: { act: true },
     errors: {},

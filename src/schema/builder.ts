@@ -3,8 +3,8 @@ import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
-import type { GatewayContext } from './context.js';
 import { Conflict, Forbidden, Invalid, NotFound } from '../kernel/errors.js';
+import type { GatewayContext } from './context.js';
 
 export interface SchemaTypes {
   Context: GatewayContext;

@@ -6,7 +6,7 @@ export const CallStateEnum = builder.enumType('CallState', {
   values: CALL_STATES,
 });
 
-export const CallDoorEnum = builder.enumType('CallDoor', {
+const CallDoorEnum = builder.enumType('CallDoor', {
   description: 'How the call came in: a GraphQL mutation or a NATS request to `<subjects>.seat.<seat>.<verb>`.',
   values: CALL_DOORS,
 });
@@ -26,7 +26,12 @@ export const CallRef = builder.objectRef<Call>('Call').implement({
     id: t.exposeID('id'),
     seat: t.exposeString('seat', { description: 'The seat called, by its canonical name.' }),
     verb: t.exposeString('verb'),
-    args: t.field({ type: 'JSON', nullable: true, description: 'The arguments; cut to 64 KiB of JSON text when longer (see argsTruncated).', resolve: (c) => c.args }),
+    args: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'The arguments; cut to 64 KiB of JSON text when longer (see argsTruncated).',
+      resolve: (c) => c.args,
+    }),
     argsTruncated: t.exposeBoolean('argsTruncated'),
     caller: t.exposeString('caller', { description: "A GraphQL token's name, or the name in a NATS caller's inbox (`_INBOX.<caller>.…`), else `unnamed`." }),
     door: t.field({ type: CallDoorEnum, resolve: (c) => c.door }),
@@ -34,11 +39,20 @@ export const CallRef = builder.objectRef<Call>('Call').implement({
     startedAt: t.field({ type: 'DateTime', resolve: (c) => c.startedAt }),
     endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (c) => c.endedAt }),
     answer: t.exposeString('answer', { nullable: true, description: 'The answer as JSON text, cut at 64 KiB when longer.' }),
-    answerJson: t.field({ type: 'JSON', nullable: true, description: 'The answer parsed, when it was kept whole.', resolve: (c) => (c.answerTruncated ? null : parsed(c.answer)) }),
+    answerJson: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'The answer parsed, when it was kept whole.',
+      resolve: (c) => (c.answerTruncated ? null : parsed(c.answer)),
+    }),
     answerTruncated: t.exposeBoolean('answerTruncated'),
     answerBytes: t.exposeInt('answerBytes', { nullable: true, description: "The full answer's size in bytes, even when cut." }),
     error: t.string({ nullable: true, description: 'Why it failed or was abandoned.', resolve: (c) => c.error?.message ?? null }),
-    errorCode: t.string({ nullable: true, description: 'TIMEOUT, NO_RESPONDERS, INVALID, NOT_FOUND, ABANDONED, or the seat’s own code.', resolve: (c) => c.error?.code ?? null }),
+    errorCode: t.string({
+      nullable: true,
+      description: 'TIMEOUT, NO_RESPONDERS, INVALID, NOT_FOUND, ABANDONED, or the seat’s own code.',
+      resolve: (c) => c.error?.code ?? null,
+    }),
     replica: t.exposeString('replica', { description: 'The replica that ran it.' }),
   }),
 });

@@ -1,10 +1,9 @@
 import type DataLoader from 'dataloader';
 import type { Caller } from '../services/access/caller.js';
-import type { Mesh } from '../services/mesh.js';
 import type { Machine } from '../services/machines/machines.js';
+import type { Mesh } from '../services/mesh.js';
+import type { Holding } from '../services/seats/holdings.js';
 import type { Seat } from '../services/seats/seats.js';
-import { type Holding } from '../services/seats/holdings.js';
-
 
 /** Per-request loaders: each seat, machine and holding list is fetched once per request. */
 export interface Loaders {

@@ -23,7 +23,8 @@ export const DurationSummaryRef = builder.objectRef<DurationSummary>('DurationSu
     p99: t.exposeFloat('p99', { nullable: true }),
     max: t.exposeFloat('max', { nullable: true }),
     bound: t.exposeFloat('bound', {
-      description: 'The bound in force: the apply, tier or build time-out as configured; for heartbeat gaps, the lateness (1.5 × MESH_HEARTBEAT_S), which every gap recorded exceeds.',
+      description:
+        'The bound in force: the apply, tier or build time-out as configured; for heartbeat gaps, the lateness (1.5 × MESH_HEARTBEAT_S), which every gap recorded exceeds.',
     }),
     exceeded: t.exposeInt('exceeded', { description: 'How many observations exceeded the bound.' }),
   }),

@@ -1,7 +1,7 @@
-import { Conflict, Forbidden, Invalid, NotFound, type DomainError } from '../kernel/errors.js';
+import { Conflict, type DomainError, Forbidden, Invalid, NotFound } from '../kernel/errors.js';
 import { builder } from './builder.js';
 
-export const ErrorInterface = builder.interfaceRef<DomainError>('Error').implement({
+const ErrorInterface = builder.interfaceRef<DomainError>('Error').implement({
   description: 'What every typed error as data carries: a sentence for people and a code for tools.',
   fields: (t) => ({
     message: t.exposeString('message'),

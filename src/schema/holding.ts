@@ -1,4 +1,4 @@
-import { type Holding } from '../services/seats/holdings.js';
+import type { Holding } from '../services/seats/holdings.js';
 import { builder } from './builder.js';
 import { MachineRef } from './machine.js';
 import { SeatRef } from './seat.js';
@@ -31,3 +31,13 @@ HoldingRef.implement({
     derived: t.exposeBoolean('derived', { description: 'Held because a running module claims it, not on record.' }),
   }),
 });
+
+builder.objectField(SeatRef, 'holders', (t) =>
+  t.field({
+    type: [HoldingRef],
+    description: 'The holders on record, or where there are none, every running module whose manifest claims the seat (derived).',
+    resolve: (seat, _args, ctx) => ctx.loaders.holdingsBySeat.load(seat.name),
+  }),
+);
+
+builder.objectField(MachineRef, 'holdings', (t) => t.field({ type: [HoldingRef], resolve: (m, _args, ctx) => ctx.loaders.holdingsByMachine.load(m.name) }));

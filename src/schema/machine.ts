@@ -1,6 +1,5 @@
-import { machineState, type Machine } from '../services/machines/machines.js';
+import { type Machine, machineState } from '../services/machines/machines.js';
 import { builder } from './builder.js';
-import { HoldingRef } from './holding.js';
 
 export const MachineStateEnum = builder.enumType('MachineState', {
   description: 'UP; LATE past 1.5 expected heartbeat intervals; SILENT past 6.',
@@ -9,6 +8,7 @@ export const MachineStateEnum = builder.enumType('MachineState', {
 
 export const MachineRef = builder.objectRef<Machine>('Machine').implement({
   description: 'A machine of the mesh, as its heartbeats describe it.',
+  // Machine.holdings is added in holding.ts, where HoldingRef is, so the two files import one way.
   fields: (t) => ({
     name: t.exposeString('name'),
     site: t.exposeString('site', { nullable: true }),
@@ -20,6 +20,5 @@ export const MachineRef = builder.objectRef<Machine>('Machine').implement({
       resolve: (m, _args, ctx) => machineState(m.lastHeardAt, ctx.now, ctx.mesh.config.heartbeatSeconds),
     }),
     modules: t.exposeStringList('modules', { description: 'The modules running on it.' }),
-    holdings: t.field({ type: [HoldingRef], resolve: (m, _args, ctx) => ctx.loaders.holdingsByMachine.load(m.name) }),
   }),
 });

@@ -1,9 +1,8 @@
-import type { Seat } from '../services/seats/seats.js';
 import { ARG_TYPES, type Verb, type VerbArg } from '../services/seats/protocol.js';
+import type { Seat } from '../services/seats/seats.js';
 import { builder } from './builder.js';
-import { HoldingRef } from './holding.js';
 
-export const VerbArgRef = builder.objectRef<VerbArg>('VerbArg').implement({
+const VerbArgRef = builder.objectRef<VerbArg>('VerbArg').implement({
   description: 'One argument a verb takes.',
   fields: (t) => ({
     name: t.exposeString('name'),
@@ -12,7 +11,7 @@ export const VerbArgRef = builder.objectRef<VerbArg>('VerbArg').implement({
   }),
 });
 
-export const VerbRef = builder.objectRef<Verb>('Verb').implement({
+const VerbRef = builder.objectRef<Verb>('Verb').implement({
   description: 'A verb a seat serves on `<subjects>.seat.<seat>.<verb>`.',
   fields: (t) => ({
     name: t.exposeString('name'),
@@ -21,6 +20,7 @@ export const VerbRef = builder.objectRef<Verb>('Verb').implement({
   }),
 });
 
+// Seat.holders is added in holding.ts, where HoldingRef is, so the two files import one way.
 export const SeatRef = builder.objectRef<Seat>('Seat').implement({
   description: 'A role in the mesh that a running module holds: what it delivers and the protocol it speaks.',
   fields: (t) => ({
@@ -33,11 +33,6 @@ export const SeatRef = builder.objectRef<Seat>('Seat').implement({
     emits: t.exposeStringList('emits'),
     serves: t.field({ type: [VerbRef], resolve: (seat) => seat.serves }),
     aliases: t.stringList({ resolve: (seat, _args, ctx) => ctx.loaders.aliasesBySeat.load(seat.name) }),
-    holders: t.field({
-      type: [HoldingRef],
-      description: 'The holders on record, or where there are none, every running module whose manifest claims the seat (derived).',
-      resolve: (seat, _args, ctx) => ctx.loaders.holdingsBySeat.load(seat.name),
-    }),
   }),
 });
 
@@ -71,4 +66,3 @@ export const SeatInput = builder.inputType('SeatInput', {
     protocol: t.string({ description: 'The whole protocol as JSON text, `{"accepts":[…],"emits":[…],"serves":[…]}`; instead of accepts/emits/serves.' }),
   }),
 });
-

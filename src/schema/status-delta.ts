@@ -14,17 +14,20 @@ function listChangesRef<T>(name: string, item: ObjectRef<PothosSchemaTypes.Exten
       addedAt: t.exposeIntList('addedAt', { description: 'The index of each added item in the new list.' }),
       changed: t.field({ type: [item], description: 'Items kept whose value changed: the whole new value.', resolve: (c) => c.changed }),
       removed: t.exposeStringList('removed', { description: `The ${key} of each item no longer in the list.` }),
-      order: t.exposeStringList('order', { nullable: true, description: 'Set only when kept items changed their relative order: every key, in the new order.' }),
+      order: t.exposeStringList('order', {
+        nullable: true,
+        description: 'Set only when kept items changed their relative order: every key, in the new order.',
+      }),
     }),
   });
 }
 
-export const MachineStatusChangesRef = listChangesRef('MachineStatusChanges', MachineStatusRef, 'name');
-export const SeatStatusChangesRef = listChangesRef('SeatStatusChanges', SeatStatusRef, 'name');
-export const PlanStatusChangesRef = listChangesRef('PlanStatusChanges', PlanStatusRef, 'id');
-export const RepeatedCauseChangesRef = listChangesRef('RepeatedCauseChanges', RepeatedCauseStatusRef, 'cause');
+const MachineStatusChangesRef = listChangesRef('MachineStatusChanges', MachineStatusRef, 'name');
+const SeatStatusChangesRef = listChangesRef('SeatStatusChanges', SeatStatusRef, 'name');
+const PlanStatusChangesRef = listChangesRef('PlanStatusChanges', PlanStatusRef, 'id');
+const RepeatedCauseChangesRef = listChangesRef('RepeatedCauseChanges', RepeatedCauseStatusRef, 'cause');
 
-export const NameChangesRef = builder.objectRef<ListChanges<string>>('NameChanges').implement({
+const NameChangesRef = builder.objectRef<ListChanges<string>>('NameChanges').implement({
   description: `What changed in a list of names. ${PLACEMENT}`,
   fields: (t) => ({
     added: t.exposeStringList('added'),
@@ -34,7 +37,7 @@ export const NameChangesRef = builder.objectRef<ListChanges<string>>('NameChange
   }),
 });
 
-export const StatusDeltaRef = builder.objectRef<StatusDelta>('StatusDelta').implement({
+const StatusDeltaRef = builder.objectRef<StatusDelta>('StatusDelta').implement({
   description: 'What changed from the composition `baseSeq` to the composition `seq`; apply it only to `baseSeq`. See docs/status-deltas.md.',
   fields: (t) => ({
     seq: t.exposeInt('seq', { description: 'The composition this delta brings its holder to.' }),

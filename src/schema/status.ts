@@ -4,7 +4,7 @@ import { MachineStateEnum } from './machine.js';
 
 // Every field here reads the plain composition value: a status is answered without the store.
 
-export const MachineHoldingStatusRef = builder.objectRef<MachineStatus['holdings'][number]>('MachineHoldingStatus').implement({
+const MachineHoldingStatusRef = builder.objectRef<MachineStatus['holdings'][number]>('MachineHoldingStatus').implement({
   description: 'A seat held by a module of a machine, as one composition saw it.',
   fields: (t) => ({
     seat: t.exposeString('seat'),
@@ -25,7 +25,7 @@ export const MachineStatusRef = builder.objectRef<MachineStatus>('MachineStatus'
   }),
 });
 
-export const HolderStatusRef = builder.objectRef<HolderStatus>('HolderStatus').implement({
+const HolderStatusRef = builder.objectRef<HolderStatus>('HolderStatus').implement({
   description: 'A holder of a seat as one composition saw it.',
   fields: (t) => ({
     machine: t.exposeString('machine'),
@@ -84,7 +84,11 @@ export const StatusRef = builder.objectRef<Composition>('Status').implement({
     unheldSeats: t.exposeStringList('unheldSeats', { description: 'Seats with no holder, on record or derived.' }),
     callsRunning: t.exposeInt('callsRunning'),
     handActsThisWeek: t.exposeInt('handActsThisWeek', { description: 'Hand-acts of the last 7 days.' }),
-    repeatedCauses: t.field({ type: [RepeatedCauseStatusRef], description: 'Causes seen more than once in the last 7 days.', resolve: (c) => c.repeatedCauses }),
+    repeatedCauses: t.field({
+      type: [RepeatedCauseStatusRef],
+      description: 'Causes seen more than once in the last 7 days.',
+      resolve: (c) => c.repeatedCauses,
+    }),
     plans: t.field({ type: [PlanStatusRef], resolve: (c) => c.plans }),
   }),
 });

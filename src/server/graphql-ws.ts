@@ -1,17 +1,17 @@
 import type { IncomingMessage } from 'node:http';
-import { getOperationAST, getVariableValues, GraphQLError, type ExecutionArgs } from 'graphql';
+import { type ExecutionArgs, GraphQLError, getOperationAST, getVariableValues } from 'graphql';
 import { CloseCode, handleProtocols, makeServer, type Context as WsContext } from 'graphql-ws';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { WebSocket, type WebSocketServer } from 'ws';
+import { type Fanout, type Group, markLiveContext, type PreparedOperation } from '../fanout/engine.js';
+import { operationKey } from '../fanout/operation-key.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
-import { operationKey } from '../fanout/operation-key.js';
-import { markLiveContext, type Fanout, type Group, type PreparedOperation } from '../fanout/engine.js';
 
 /** How often each socket is pinged; one that has not answered the previous ping by then is ended. */
-export const KEEP_ALIVE_MS = 12_000;
+const KEEP_ALIVE_MS = 12_000;
 
 type WsExtra = {
   socket: WebSocket;

@@ -1,21 +1,21 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, type FieldNode, type GraphQLSchema, type ValidationContext } from 'graphql';
+import { type FieldNode, GraphQLError, type GraphQLSchema, type ValidationContext } from 'graphql';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import { Fanout, liveExecutionPlugin } from '../fanout/engine.js';
+import { LIVE_STATUS_FIELDS, STATUS_QUERY_FIELDS } from '../fanout/status-fields.js';
+import { type StatusQueryCache, statusQueryCache } from '../fanout/status-query-cache.js';
+import { DomainError } from '../kernel/errors.js';
+import { createLoaders } from '../resolvers/loaders.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
-import { Fanout, liveExecutionPlugin } from '../fanout/engine.js';
-import { serveGraphqlWs } from './graphql-ws.js';
-import { LIVE_STATUS_FIELDS, STATUS_QUERY_FIELDS } from '../fanout/status-fields.js';
-import { useRequestBodyLimit } from './request-body-limit.js';
-import { statusQueryCache, type StatusQueryCache } from '../fanout/status-query-cache.js';
-import { createLoaders } from '../resolvers/loaders.js';
 import type { Access } from '../services/access/tokens.js';
-import { DomainError } from '../kernel/errors.js';
 import type { Mesh } from '../services/mesh.js';
+import { serveGraphqlWs } from './graphql-ws.js';
+import { useRequestBodyLimit } from './request-body-limit.js';
 
 /** Limits on what one operation may ask, so no query however deep or wide takes the process down. */
 export const QUERY_LIMITS = { depth: 12, aliases: 30, tokens: 5_000, cost: 50_000, directives: 50 };

@@ -39,7 +39,9 @@ export function useRequestBodyLimit(limit = REQUEST_BODY_LIMIT): Plugin {
             },
           }),
         );
-        return parser(new fetchAPI.Request(req.url, { method: req.method, headers: req.headers, signal: req.signal, body: counted, duplex: 'half' } as RequestInit));
+        return parser(
+          new fetchAPI.Request(req.url, { method: req.method, headers: req.headers, signal: req.signal, body: counted, duplex: 'half' } as RequestInit),
+        );
       });
     },
   };

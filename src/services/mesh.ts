@@ -6,11 +6,11 @@ import type { Subjects } from '../bus/subjects.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/db.js';
 import type { CallSummary } from './calls/records.js';
-import type { Catalogue } from './seats/catalogue.js';
-import type { StatusFeed } from './status/composition.js';
 import type { MeshEvents } from './events.js';
 import type { HandAct } from './hand-acts/hand-acts.js';
 import type { Leases } from './replicas/leases.js';
+import type { Catalogue } from './seats/catalogue.js';
+import type { StatusFeed } from './status/composition.js';
 
 /**
  * The running gateway's dependencies, made once by src/gateway.ts. Only the layers above services

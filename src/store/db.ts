@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, type LogEvent } from 'kysely';
+import { Kysely, type LogEvent, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from './tables.js';
 

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T> = ColumnType<T, string | undefined, string>;
@@ -16,7 +16,7 @@ export interface DB {
   build: BuildTable;
 }
 
-export interface MachineTable {
+interface MachineTable {
   name: string;
   site: string | null;
   first_heard_at: Timestamp;
@@ -24,7 +24,7 @@ export interface MachineTable {
   heartbeats: ColumnType<string, number | string | undefined, number | string>;
 }
 
-export interface AssignmentTable {
+interface AssignmentTable {
   machine: string;
   module: string;
   running: ColumnType<boolean, boolean | undefined, boolean>;
@@ -34,7 +34,7 @@ export interface AssignmentTable {
   heard_at: Timestamp;
 }
 
-export interface SeatTable {
+interface SeatTable {
   name: string;
   scope: ColumnType<string, string | undefined, string>;
   delivers: ColumnType<string, string | undefined, string>;
@@ -46,12 +46,12 @@ export interface SeatTable {
   created_at: Timestamp;
 }
 
-export interface SeatAliasTable {
+interface SeatAliasTable {
   alias: string;
   seat: string;
 }
 
-export interface SeatHoldingTable {
+interface SeatHoldingTable {
   seat: string;
   machine: string;
   module: string;
@@ -81,7 +81,7 @@ export interface PlanTable {
   ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
-export interface PlanApplyTable {
+interface PlanApplyTable {
   plan: string;
   tier: number;
   machine: string;
@@ -91,7 +91,7 @@ export interface PlanApplyTable {
   detail: string | null;
 }
 
-export interface BuildTable {
+interface BuildTable {
   name: string;
   module: string | null;
   state: string;
@@ -100,4 +100,3 @@ export interface BuildTable {
 }
 
 export type SeatRow = Selectable<SeatTable>;
-export type NewSeatRow = Insertable<SeatTable>;

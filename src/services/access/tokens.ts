@@ -3,10 +3,10 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { Forbidden, Invalid } from '../../kernel/errors.js';
 import { isName, NAME_RULE } from '../../kernel/names.js';
-import { SCOPES, type Caller, type Scope } from './caller.js';
+import { type Caller, SCOPES, type Scope } from './caller.js';
 
 /** Everyone is this caller when no tokens are configured (the gateway then listens on loopback only). */
-export const LOCAL_CALLER: Caller = { name: 'local', scopes: new Set<Scope>(SCOPES) };
+const LOCAL_CALLER: Caller = { name: 'local', scopes: new Set<Scope>(SCOPES) };
 
 const tokensFileSchema = z.object({
   tokens: z

@@ -6,8 +6,19 @@ import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import type { ArgType, Verb } from '../seats/protocol.js';
-import { seatByName, type Db } from '../seats/seats.js';
-import { callErrorOf, failCall, finishCallWithText, markRecorded, refuseCall, startCall, type Call, type CallDoor, type CallsMesh, type NewCall } from './records.js';
+import { type Db, seatByName } from '../seats/seats.js';
+import {
+  type Call,
+  type CallDoor,
+  type CallsMesh,
+  callErrorOf,
+  failCall,
+  finishCallWithText,
+  markRecorded,
+  type NewCall,
+  refuseCall,
+  startCall,
+} from './records.js';
 
 /** A forwarded call waits this long by default: a verb that takes longer should answer at once and report later. */
 export const CALL_TIMEOUT_DEFAULT_MS = 10_000;
@@ -44,7 +55,8 @@ function ofType(type: ArgType, value: unknown): { ok: true; value: unknown } | {
   }
 }
 
-const describe = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value).slice(0, 40)}`);
+const describe = (value: unknown) =>
+  value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value).slice(0, 40)}`;
 
 /**
  * Judges a call's arguments against the verb a seat's row declares: an object, no argument the verb

@@ -1,13 +1,13 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
-import { CALLS_KEPT, CALLS_KEPT_FOR_MS, type Buckets } from '../../bus/buckets.js';
+import { type Buckets, CALLS_KEPT, CALLS_KEPT_FOR_MS } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
 import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
-import { newestFirst, pageOf, type PageRequest } from '../../kernel/pages.js';
+import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 import { oneOf } from '../../kernel/values.js';
-import { aliasesOfSeats, resolveSeatName, type Db } from '../seats/seats.js';
+import { aliasesOfSeats, type Db, resolveSeatName } from '../seats/seats.js';
 
 /** A call's answer is kept up to this many bytes of JSON: enough to read, small enough that 1000 fit in memory. */
 export const ANSWER_BOUND = 64 * 1024;
@@ -79,7 +79,6 @@ export function boundText(text: string, bound: number): { text: string; truncate
   while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
   return { text: decoder.decode(bytes.subarray(0, end)), truncated: true, bytes: bytes.length };
 }
-
 
 function decodeCall(entry: KvEntry): Call | undefined {
   try {
@@ -200,14 +199,15 @@ export function failCall(mesh: CallsMesh, call: Call, error: CallError, answerTe
 export async function readCall(mesh: CallsMesh, id: string): Promise<{ call: Call; revision: number } | undefined> {
   if (!ID_PATTERN.test(id)) return undefined;
   const entry = await mesh.buckets.calls.get(id);
-  if (!entry || entry.operation !== 'PUT') return undefined;
+  if (entry?.operation !== 'PUT') return undefined;
   const call = decodeCall(entry);
   return call && { call, revision: entry.revision };
 }
 
 /** The call with that id, across restarts of any replica; NotFound when the bucket has none (or no longer). */
 export async function callById(mesh: CallsMesh, id: string): Promise<Call> {
-  if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw new Invalid(`call id ${JSON.stringify(String(id).slice(0, 60))} is malformed: 19 letters and digits`, 'id');
+  if (typeof id !== 'string' || !ID_PATTERN.test(id))
+    throw new Invalid(`call id ${JSON.stringify(String(id).slice(0, 60))} is malformed: 19 letters and digits`, 'id');
   const found = await readCall(mesh, id);
   if (!found) throw new NotFound('call', id);
   return found.call;
@@ -237,7 +237,12 @@ export function callSummaries(mesh: CallsMesh, filter: CallFilter = {}): CallSum
   return mesh.views.calls
     .values()
     .map((e) => e.value)
-    .filter((c) => (filter.seats ? filter.seats.includes(c.seat) : !filter.seat || c.seat === filter.seat) && (!filter.state || c.state === filter.state) && (!filter.caller || c.caller === filter.caller))
+    .filter(
+      (c) =>
+        (filter.seats ? filter.seats.includes(c.seat) : !filter.seat || c.seat === filter.seat) &&
+        (!filter.state || c.state === filter.state) &&
+        (!filter.caller || c.caller === filter.caller),
+    )
     .sort(newestFirst);
 }
 

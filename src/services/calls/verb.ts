@@ -36,7 +36,7 @@ export type ArgsOf<A extends ArgSpecs> = { [K in RequiredKeys<A>]: ArgValues[A[K
 };
 
 /** What every acting verb takes besides its own arguments: the hand-act it leaves. */
-export const ACTING_ARGS = {
+const ACTING_ARGS = {
   why: { type: 'String', required: true, description: 'Why this is done, in a sentence: required, never blank. It is kept in the hand-act log.' },
   cause: { type: 'String', description: 'What made it necessary, as a short label; repeatedCauses groups hand-acts by it.' },
   condition: { type: 'String', description: 'The state of the mesh that was seen when acting.' },

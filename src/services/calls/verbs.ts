@@ -1,5 +1,5 @@
-import { forwardCall, type ForwardMesh } from './forward.js';
-import { CALLS_PAGE_DEFAULT, callById, listCalls, type CallsMesh } from './records.js';
+import { type ForwardMesh, forwardCall } from './forward.js';
+import { CALLS_PAGE_DEFAULT, type CallsMesh, callById, listCalls } from './records.js';
 import { readingVerb } from './verb.js';
 
 /**
@@ -9,7 +9,8 @@ import { readingVerb } from './verb.js';
 export const callVerbVerb = readingVerb(
   'callVerb',
   { seat: { type: 'String', required: true }, verb: { type: 'String', required: true }, args: { type: 'JSON' }, timeoutMs: { type: 'Int' } },
-  (mesh: ForwardMesh, args, call) => forwardCall(mesh, { seat: args.seat, verb: args.verb, args: args.args, timeoutMs: args.timeoutMs, caller: call.caller, door: call.door }),
+  (mesh: ForwardMesh, args, call) =>
+    forwardCall(mesh, { seat: args.seat, verb: args.verb, args: args.args, timeoutMs: args.timeoutMs, caller: call.caller, door: call.door }),
   { recordsItsOwnCall: true },
 );
 

@@ -1,6 +1,6 @@
-import { DeliverPolicy, type ConsumerConfig, type ConsumerInfo } from '@nats-io/jetstream';
-import { Conflict, Invalid, NotFound } from '../../kernel/errors.js';
+import { type ConsumerConfig, type ConsumerInfo, DeliverPolicy } from '@nats-io/jetstream';
 import type { Bus } from '../../bus/nats.js';
+import { Conflict, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 
 export interface ConsumerResetRequest {
@@ -49,7 +49,8 @@ export async function resetConsumer(mesh: ConsumersMesh, request: ConsumerResetR
   checkName(stream, 'stream');
   checkName(consumer, 'consumer');
   if (request.startSeq != null && request.startTime != null) throw new Invalid('give startSeq or startTime, not both', 'startSeq');
-  if (request.startSeq != null && (!Number.isSafeInteger(request.startSeq) || request.startSeq < 1)) throw new Invalid('startSeq must be a sequence ≥ 1', 'startSeq');
+  if (request.startSeq != null && (!Number.isSafeInteger(request.startSeq) || request.startSeq < 1))
+    throw new Invalid('startSeq must be a sequence ≥ 1', 'startSeq');
   const startTime = request.startTime == null ? null : new Date(request.startTime);
   if (startTime && Number.isNaN(startTime.getTime())) throw new Invalid('startTime must be an ISO 8601 instant', 'startTime');
   const { jsm } = mesh.bus;
@@ -60,12 +61,7 @@ export async function resetConsumer(mesh: ConsumersMesh, request: ConsumerResetR
     notFound(error, stream, consumer);
   }
   if (!before.config.durable_name) throw new Conflict(`consumer ${stream}/${consumer} is ephemeral: only a durable consumer can be reset`);
-  const {
-    opt_start_seq: _seq,
-    opt_start_time: _time,
-    deliver_policy: _policy,
-    ...kept
-  } = before.config;
+  const { opt_start_seq: _seq, opt_start_time: _time, deliver_policy: _policy, ...kept } = before.config;
   const config: Partial<ConsumerConfig> = { ...kept };
   if (request.startSeq != null) Object.assign(config, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: request.startSeq });
   else if (startTime) Object.assign(config, { deliver_policy: DeliverPolicy.StartTime, opt_start_time: startTime.toISOString() });

@@ -1,6 +1,6 @@
 import { actingVerb } from '../calls/verb.js';
-import { leaveHandAct, type HandActLog } from '../hand-acts/hand-acts.js';
-import { resetConsumer, type ConsumersMesh } from './reset.js';
+import { type HandActLog, leaveHandAct } from '../hand-acts/hand-acts.js';
+import { type ConsumersMesh, resetConsumer } from './reset.js';
 
 /** Deletes a JetStream durable consumer and creates it again, delivering from the start (or startSeq / startTime). */
 export const resetConsumerVerb = actingVerb(

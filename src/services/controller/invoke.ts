@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { DomainError, NotFound } from '../../kernel/errors.js';
 import { judgeArgs } from '../calls/forward.js';
-import { callErrorOf, failCall, finishCall, markRecorded, refuseCall, startCall, type Call, type CallDoor, type CallsMesh } from '../calls/records.js';
-import { protocolOf, type ArgSpecs, type ArgsOf, type ControllerVerb } from '../calls/verb.js';
+import { type Call, type CallDoor, type CallsMesh, callErrorOf, failCall, finishCall, markRecorded, refuseCall, startCall } from '../calls/records.js';
+import { type ArgSpecs, type ArgsOf, type ControllerVerb, protocolOf } from '../calls/verb.js';
 import type { MeshEvents } from '../events.js';
 import { checkActing } from '../hand-acts/hand-acts.js';
 
@@ -69,7 +69,17 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
 /** A request for a verb the controller does not serve: recorded FAILED under the name asked, and thrown. */
 export async function refuseUnknownVerb(mesh: DispatchMesh, name: string, invocation: Invocation): Promise<never> {
   const error = new NotFound('verb', `${mesh.config.controller}.${name}`);
-  const refused = await refuseCall(mesh, { seat: mesh.config.controller, verb: String(name).slice(0, VERB_LABEL_MAX), args: invocation.args ?? {}, caller: invocation.caller, door: invocation.door }, callErrorOf(error));
+  const refused = await refuseCall(
+    mesh,
+    {
+      seat: mesh.config.controller,
+      verb: String(name).slice(0, VERB_LABEL_MAX),
+      args: invocation.args ?? {},
+      caller: invocation.caller,
+      door: invocation.door,
+    },
+    callErrorOf(error),
+  );
   markRecorded(error, refused.id);
   throw error;
 }

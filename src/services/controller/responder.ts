@@ -38,7 +38,12 @@ function answer(mesh: Mesh, msg: Msg, body: unknown, callId?: string) {
   let bytes = encoder.encode(JSON.stringify(body));
   const max = mesh.bus.nc.info?.max_payload ?? NATS_BODY_MAX;
   if (bytes.length > max) {
-    bytes = encoder.encode(JSON.stringify({ ok: false, error: { code: 'TOO_LARGE', message: `the answer is ${bytes.length} bytes, over the ${max} NATS carries; ask for a smaller page` } }));
+    bytes = encoder.encode(
+      JSON.stringify({
+        ok: false,
+        error: { code: 'TOO_LARGE', message: `the answer is ${bytes.length} bytes, over the ${max} NATS carries; ask for a smaller page` },
+      }),
+    );
   }
   let h;
   if (callId) {

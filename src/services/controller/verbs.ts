@@ -1,5 +1,5 @@
+import { type AnyControllerVerb, protocolOf } from '../calls/verb.js';
 import { callByIdVerb, callsVerb, callVerbVerb } from '../calls/verbs.js';
-import { protocolOf, type AnyControllerVerb } from '../calls/verb.js';
 import { resetConsumerVerb } from '../consumers/verbs.js';
 import { durationsVerb } from '../durations/verbs.js';
 import { handActsVerb, recordHandActVerb, repeatedCausesVerb } from '../hand-acts/verbs.js';
@@ -13,7 +13,7 @@ import { statusVerb } from '../status/verbs.js';
  * seeded from this list, the GraphQL mutations take their arguments from the same objects, and
  * the NATS responder on `<subjects>.seat.<controller>.*` looks verbs up here by name.
  */
-export const REGISTERED_VERBS: readonly AnyControllerVerb<Mesh>[] = [
+const REGISTERED_VERBS: readonly AnyControllerVerb<Mesh>[] = [
   pushVerb,
   stopPlanVerb,
   closePlanVerb,

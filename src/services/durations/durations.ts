@@ -1,10 +1,10 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Config } from '../../config.js';
-import type { DB, DurationTable } from '../../store/tables.js';
-import { LATE_AFTER_INTERVALS, type HeartbeatRecorded } from '../machines/machines.js';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import type { Store } from '../../store/db.js';
+import type { Config } from '../../config.js';
 import { instant, oneOf } from '../../kernel/values.js';
+import type { Store } from '../../store/db.js';
+import type { DB, DurationTable } from '../../store/tables.js';
+import { type HeartbeatRecorded, LATE_AFTER_INTERVALS } from '../machines/machines.js';
 
 type Db = Kysely<DB> | Transaction<DB>;
 

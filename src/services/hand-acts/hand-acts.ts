@@ -1,10 +1,10 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { HAND_ACTS_KEPT, type Buckets } from '../../bus/buckets.js';
+import { type Buckets, HAND_ACTS_KEPT } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
 import { Invalid } from '../../kernel/errors.js';
 import { newId } from '../../kernel/ids.js';
-import { newestFirst, pageOf, type PageRequest } from '../../kernel/pages.js';
+import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 
 /** A why, cause or condition is a sentence or a paragraph, not a document: bounded so the log stays readable. */
 export const HAND_ACT_TEXT_MAX = 4000;
@@ -157,9 +157,7 @@ export function repeatedCauses(mesh: HandActLog, since: Date = new Date(Date.now
       if (act.at > seen.lastAt) seen.lastAt = act.at;
     }
   }
-  return [...byCause.values()]
-    .filter((c) => c.count > 1)
-    .sort((a, b) => b.count - a.count || (a.lastAt < b.lastAt ? 1 : -1));
+  return [...byCause.values()].filter((c) => c.count > 1).sort((a, b) => b.count - a.count || (a.lastAt < b.lastAt ? 1 : -1));
 }
 
 /** How many hand-acts the last seven days hold (status shows it). */

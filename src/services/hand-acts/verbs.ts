@@ -1,6 +1,6 @@
-import { readingVerb, actingVerb } from '../calls/verb.js';
 import { instant } from '../../kernel/values.js';
-import { HAND_ACTS_PAGE_DEFAULT, leaveHandAct, listHandActs, repeatedCauses, type HandActLog } from './hand-acts.js';
+import { actingVerb, readingVerb } from '../calls/verb.js';
+import { HAND_ACTS_PAGE_DEFAULT, type HandActLog, leaveHandAct, listHandActs, repeatedCauses } from './hand-acts.js';
 
 /** Records a repair done by hand outside the mesh, so it leaves a trace with its why. */
 export const recordHandActVerb = actingVerb(

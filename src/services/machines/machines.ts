@@ -1,6 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { DB } from '../../store/tables.js';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { checkName } from '../../kernel/names.js';
+import type { DB } from '../../store/tables.js';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -33,9 +33,7 @@ function machineQuery(db: Db) {
     .selectFrom('machine as m')
     .select(['m.name', 'm.site', 'm.first_heard_at', 'm.last_heard_at', 'm.heartbeats'])
     .select(
-      sql<string[]>`coalesce((select json_agg(a.module order by a.module) from assignment a where a.machine = m.name and a.running), '[]'::json)`.as(
-        'modules',
-      ),
+      sql<string[]>`coalesce((select json_agg(a.module order by a.module) from assignment a where a.machine = m.name and a.running), '[]'::json)`.as('modules'),
     );
 }
 
@@ -58,7 +56,9 @@ export async function listMachines(db: Db): Promise<Machine[]> {
 /** The machines named, in the order asked; undefined where none has that name. One statement. */
 export async function machinesByNames(db: Db, names: readonly string[]): Promise<(Machine | undefined)[]> {
   if (names.length === 0) return [];
-  const rows = await machineQuery(db).where('m.name', 'in', [...new Set(names)]).execute();
+  const rows = await machineQuery(db)
+    .where('m.name', 'in', [...new Set(names)])
+    .execute();
   const byName = new Map(rows.map((row) => [row.name, toMachine(row)]));
   return names.map((name) => byName.get(name));
 }

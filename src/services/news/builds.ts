@@ -42,4 +42,3 @@ export async function recordBuildNews(db: Kysely<DB>, news: readonly BuildNews[]
     return durations;
   });
 }
-

@@ -3,11 +3,11 @@ import type { Logger } from 'pino';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
 import type { Store } from '../../store/db.js';
-import { heartbeatGaps, recordDurations, type Duration } from '../durations/durations.js';
+import { type Duration, heartbeatGaps, recordDurations } from '../durations/durations.js';
 import type { MeshEvents } from '../events.js';
-import { recordHeartbeats, type Heartbeat } from '../machines/machines.js';
+import { type Heartbeat, recordHeartbeats } from '../machines/machines.js';
 import { applyReports, type Report, type RolloutMesh } from '../plans/rollout.js';
-import { recordBuildNews, type BuildNews } from './builds.js';
+import { type BuildNews, recordBuildNews } from './builds.js';
 import { judgeNews, type News } from './wire.js';
 
 /** How long news is collected before it is written: a few ms, so one transaction carries many beats. */
@@ -131,7 +131,7 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
 export function startNewsIngest(mesh: IngestMesh): NewsIngest {
   const stats: NewsStats = { received: 0, ingested: 0, malformed: 0, dropped: 0, failed: 0, batches: 0 };
   const queue = `${mesh.config.controller}-news`;
-  let pending: Judged[] = [];
+  const pending: Judged[] = [];
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | undefined;
   let idle: (() => void)[] = [];

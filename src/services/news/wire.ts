@@ -101,4 +101,3 @@ export function judgeNews(root: string, subject: string, body: Uint8Array | stri
   if (!parsed.success) return { type: 'malformed', reason: reason(parsed.error) };
   return { type: 'build', build: { build: token, kind: parsed.data.kind, module: parsed.data.module ?? null, at: when(parsed.data.at) } };
 }
-

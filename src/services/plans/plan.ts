@@ -3,8 +3,8 @@ import { Invalid, NotFound } from '../../kernel/errors.js';
 import { newId } from '../../kernel/ids.js';
 import { checkName } from '../../kernel/names.js';
 import { oneOf } from '../../kernel/values.js';
-import type { Db } from '../seats/seats.js';
 import type { PlanTable } from '../../store/tables.js';
+import type { Db } from '../seats/seats.js';
 
 export const PLAN_STATES = ['QUEUED', 'OPEN', 'STOPPED', 'DONE', 'CLOSED'] as const;
 export type PlanState = (typeof PLAN_STATES)[number];
@@ -67,7 +67,6 @@ export async function listPlans(db: Db, options: { state?: string | null; first?
   if (state) query = query.where('state', '=', state);
   return (await query.execute()).map(toPlan);
 }
-
 
 /** A plan row's tiers, kept as JSON (text on PGlite, a value on PostgreSQL): one list of machine names per tier. */
 export const readTiers = (value: unknown): string[][] => (typeof value === 'string' ? JSON.parse(value) : (value as string[][] | null)) ?? [];

@@ -5,7 +5,7 @@ import type { Store } from '../../store/db.js';
 import type { MeshEvents } from '../events.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import { seatByName } from '../seats/seats.js';
-import { newPlanId, toPlan, type Plan } from './plan.js';
+import { newPlanId, type Plan, toPlan } from './plan.js';
 import { openRollouts, type RolloutMesh } from './rollout.js';
 import { checkTiers, defaultTiers } from './tiers.js';
 

@@ -1,10 +1,10 @@
 import { sql, type Transaction } from 'kysely';
-import type { DB } from '../../store/tables.js';
-import { recordDurations, type Duration } from '../durations/durations.js';
 import type { Logger } from 'pino';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
 import type { Store } from '../../store/db.js';
+import type { DB } from '../../store/tables.js';
+import { type Duration, recordDurations } from '../durations/durations.js';
 import type { MeshEvents } from '../events.js';
 import { readTiers } from './plan.js';
 import { defaultTiers } from './tiers.js';
@@ -58,7 +58,11 @@ async function startTier(tx: Tx, plan: { id: string; build: string; tiers: strin
   let tier = from;
   while (tier < plan.tiers.length && plan.tiers[tier].length === 0) tier++;
   if (tier >= plan.tiers.length) {
-    await tx.updateTable('plan').set({ state: 'DONE', tier: Math.max(plan.tiers.length - 1, 0), ended_at: now }).where('id', '=', plan.id).execute();
+    await tx
+      .updateTable('plan')
+      .set({ state: 'DONE', tier: Math.max(plan.tiers.length - 1, 0), ended_at: now })
+      .where('id', '=', plan.id)
+      .execute();
     return undefined;
   }
   const machines = [...new Set(plan.tiers[tier])];
@@ -83,14 +87,18 @@ function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): vo
  * plan_apply rows and publishes its apply. Safe to call twice and from any replica: the plan row
  * is locked, and a plan whose rollout has begun is left alone. Answers the apply sent, if any.
  */
-export async function openRollout(mesh: RolloutMesh, planId: string): Promise<ApplyMessage | undefined> {
+async function openRollout(mesh: RolloutMesh, planId: string): Promise<ApplyMessage | undefined> {
   const { apply, changed } = await mesh.db.transaction().execute(async (tx) => {
     const plan = await tx.selectFrom('plan').selectAll().where('id', '=', planId).forUpdate().executeTakeFirst();
-    if (!plan || plan.state !== 'OPEN' || plan.tier_started_at) return { apply: undefined, changed: false };
+    if (plan?.state !== 'OPEN' || plan.tier_started_at) return { apply: undefined, changed: false };
     let tiers = readTiers(plan.tiers);
     if (tiers.length === 0) {
       tiers = await defaultTiers(tx, plan.seat);
-      await tx.updateTable('plan').set({ tiers: JSON.stringify(tiers) }).where('id', '=', plan.id).execute();
+      await tx
+        .updateTable('plan')
+        .set({ tiers: JSON.stringify(tiers) })
+        .where('id', '=', plan.id)
+        .execute();
     }
     const apply = await startTier(tx, { id: plan.id, build: plan.build, tiers }, plan.tier ?? 0, new Date());
     return { apply, changed: true };
@@ -134,7 +142,9 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
     const matching = unique.filter((r) => byId.get(r.plan)?.build === r.build);
     let updated: { plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean }[] = [];
     if (matching.length) {
-      const values = sql.join(matching.map((r) => sql`(${r.plan}::text, ${r.machine}::text, ${r.at}::timestamptz, ${r.ok}::boolean, ${r.detail ?? null}::text)`));
+      const values = sql.join(
+        matching.map((r) => sql`(${r.plan}::text, ${r.machine}::text, ${r.at}::timestamptz, ${r.ok}::boolean, ${r.detail ?? null}::text)`),
+      );
       updated = (
         await sql<{ plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean }>`
           update plan_apply pa
@@ -147,7 +157,12 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
     outcome.matched = updated.length;
     outcome.unmatched = reports.length - updated.length;
     for (const row of updated) {
-      outcome.durations.push({ kind: 'apply', subject: `${row.plan}/${row.machine}`, seconds: seconds(new Date(row.sent_at), new Date(row.reported_at)), heardAt: new Date(row.reported_at) });
+      outcome.durations.push({
+        kind: 'apply',
+        subject: `${row.plan}/${row.machine}`,
+        seconds: seconds(new Date(row.sent_at), new Date(row.reported_at)),
+        heardAt: new Date(row.reported_at),
+      });
     }
     const touched = [...new Set(updated.map((r) => r.plan))].sort();
     if (touched.length) {
@@ -176,7 +191,12 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
         if (current.waiting > 0) continue;
         const finishedAt = current.last ? new Date(current.last) : now;
         if (plan.tier_started_at) {
-          outcome.durations.push({ kind: 'plan_tier', subject: `${id}/${plan.tier}`, seconds: seconds(new Date(plan.tier_started_at), finishedAt), heardAt: finishedAt });
+          outcome.durations.push({
+            kind: 'plan_tier',
+            subject: `${id}/${plan.tier}`,
+            seconds: seconds(new Date(plan.tier_started_at), finishedAt),
+            heardAt: finishedAt,
+          });
         }
         const apply = await startTier(tx, { id, build: plan.build, tiers: readTiers(plan.tiers) }, plan.tier + 1, now);
         if (apply) outcome.applies.push(apply);

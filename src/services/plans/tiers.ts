@@ -32,11 +32,14 @@ export async function checkTiers(db: Db, tiers: unknown): Promise<string[][]> {
     }
   }
   if (seen.size > PLAN_MACHINES_MAX) throw new Invalid(`tiers name ${seen.size} machines; at most ${PLAN_MACHINES_MAX}`, 'tiers');
-  const known = await db.selectFrom('machine').select('name').where('name', 'in', [...seen]).execute();
+  const known = await db
+    .selectFrom('machine')
+    .select('name')
+    .where('name', 'in', [...seen])
+    .execute();
   if (known.length < seen.size) {
     const have = new Set(known.map((k) => k.name));
     throw new NotFound('machine', [...seen].find((m) => !have.has(m))!);
   }
   return tiers as string[][];
 }
-

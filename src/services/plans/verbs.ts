@@ -1,8 +1,8 @@
 import { actingVerb, readingVerb } from '../calls/verb.js';
-import { leaveHandAct, type HandActLog } from '../hand-acts/hand-acts.js';
+import { type HandActLog, leaveHandAct } from '../hand-acts/hand-acts.js';
 import type { Db } from '../seats/seats.js';
 import { listPlans } from './plan.js';
-import { closePlan, push, stopPlan, type PlansMesh } from './plans.js';
+import { closePlan, type PlansMesh, push, stopPlan } from './plans.js';
 
 type ActingPlansMesh = PlansMesh & HandActLog;
 

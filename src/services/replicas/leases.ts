@@ -1,9 +1,9 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KvEntry } from '@nats-io/kv';
-import { KvView } from '../../bus/kv-view.js';
-import { abandonCall, type CallsMesh } from '../calls/records.js';
 import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
+import { KvView } from '../../bus/kv-view.js';
+import { abandonCall, type CallsMesh } from '../calls/records.js';
 
 /** A replica that stops refreshing loses its lease after this: "within seconds", as DESIGN.md asks. */
 export const LEASE_TTL_MS = 6_000;
@@ -44,7 +44,11 @@ function decodeLease(entry: KvEntry): Lease | undefined {
 
 const alive = (lease: Lease | undefined, now: number): lease is Lease => !!lease && Date.parse(lease.expiresAt) > now;
 
-const leaseOf = (mesh: LeaseMesh, startedAt: string): Lease => ({ replica: mesh.config.replica, expiresAt: new Date(Date.now() + LEASE_TTL_MS).toISOString(), startedAt });
+const leaseOf = (mesh: LeaseMesh, startedAt: string): Lease => ({
+  replica: mesh.config.replica,
+  expiresAt: new Date(Date.now() + LEASE_TTL_MS).toISOString(),
+  startedAt,
+});
 const leaseFor = (mesh: LeaseMesh, startedAt: string): string => JSON.stringify(leaseOf(mesh, startedAt));
 
 /**

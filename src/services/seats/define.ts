@@ -3,7 +3,7 @@ import { checkName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
 import { parseProtocol } from './protocol.js';
-import { json, resolveSeatName, seatByName, type Seat } from './seats.js';
+import { json, resolveSeatName, type Seat, seatByName } from './seats.js';
 
 export interface SeatInput {
   name: string;
@@ -34,9 +34,11 @@ export async function defineSeat(db: Kysely<DB>, catalogue: Catalogue, input: Se
     if (present) {
       if (Object.keys(fields).length) await tx.updateTable('seat').set(fields).where('name', '=', present).execute();
     } else {
-      await tx.insertInto('seat').values({ name: input.name, ...fields }).execute();
+      await tx
+        .insertInto('seat')
+        .values({ name: input.name, ...fields })
+        .execute();
     }
     return seatByName(tx, catalogue, present ?? input.name);
   });
 }
-

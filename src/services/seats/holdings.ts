@@ -1,9 +1,9 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import { byName, checkName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
-import { lockSeat, seatByName, type Db, type Seat } from './seats.js';
+import { type Db, lockSeat, type Seat, seatByName } from './seats.js';
 
 export interface Holding {
   seat: string;

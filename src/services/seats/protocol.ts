@@ -42,7 +42,7 @@ const verbSchema = z
   })
   .refine((v) => new Set(v.args.map((a) => a.name)).size === v.args.length, 'an argument is named twice');
 
-export const protocolSchema = z.object({
+const protocolSchema = z.object({
   accepts: z.array(token).max(1000).default([]),
   emits: z.array(token).max(1000).default([]),
   serves: z
@@ -72,7 +72,7 @@ export function parseProtocol(input: unknown, what = 'protocol'): Protocol {
 }
 
 /** Rows written before a column held data, or by hand, are read leniently: what is unreadable is empty. */
-export function readList<T>(value: unknown, schema: z.ZodType<T>): T[] {
+function readList<T>(value: unknown, schema: z.ZodType<T>): T[] {
   const parsed = z.array(schema).safeParse(value);
   return parsed.success ? parsed.data : [];
 }
@@ -80,7 +80,7 @@ export function readList<T>(value: unknown, schema: z.ZodType<T>): T[] {
 export const readVerbs = (value: unknown): Verb[] => readList(value, verbSchema as unknown as z.ZodType<Verb>);
 export const readNames = (value: unknown): string[] => readList(value, z.string());
 
-export const sameVerb = (a: Verb, b: Verb): boolean => canonical(a) === canonical(b);
+const sameVerb = (a: Verb, b: Verb): boolean => canonical(a) === canonical(b);
 
 /**
  * Widens `row` with what `binary` names and the row lacks, by name; nothing the row has is lost.
@@ -90,7 +90,7 @@ export function widenProtocol(row: Protocol, binary: Protocol, binaryDefinesVerb
   let changed = false;
   const union = (have: string[], want: string[]) => {
     const out = [...have];
-    for (const w of want) if (!out.includes(w)) (out.push(w), (changed = true));
+    for (const w of want) if (!out.includes(w)) out.push(w), (changed = true);
     return out;
   };
   const accepts = union(row.accepts, binary.accepts);

@@ -3,7 +3,7 @@ import { Conflict, Invalid } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
-import { lockSeat, seatByName, type Seat } from './seats.js';
+import { lockSeat, type Seat, seatByName } from './seats.js';
 
 /**
  * Gives a seat a new name in one transaction: the old name becomes an alias, aliases of the old
@@ -28,4 +28,3 @@ export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: str
     return seatByName(tx, catalogue, to);
   });
 }
-

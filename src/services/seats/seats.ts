@@ -90,7 +90,12 @@ export async function listAliases(db: Db): Promise<Alias[]> {
 /** The aliases of each seat named, in the order asked. */
 export async function aliasesOfSeats(db: Db, seats: readonly string[]): Promise<string[][]> {
   if (seats.length === 0) return [];
-  const rows = await db.selectFrom('seat_alias').select(['alias', 'seat']).where('seat', 'in', [...new Set(seats)]).orderBy('alias').execute();
+  const rows = await db
+    .selectFrom('seat_alias')
+    .select(['alias', 'seat'])
+    .where('seat', 'in', [...new Set(seats)])
+    .orderBy('alias')
+    .execute();
   return seats.map((seat) => rows.filter((r) => r.seat === seat).map((r) => r.alias));
 }
 
@@ -107,7 +112,6 @@ export async function lockSeat(tx: Transaction<DB>, name: string): Promise<strin
   }
   throw new Conflict(`seat ${JSON.stringify(name)} is being renamed by others; try again`);
 }
-
 
 /** A protocol list as the seat row keeps it: JSON text. */
 export const json = (value: unknown): string => JSON.stringify(value);

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
-import { readNames, readVerbs, widenProtocol, type Protocol } from './protocol.js';
+import { type Protocol, readNames, readVerbs, widenProtocol } from './protocol.js';
 import { json, resolveSeatName } from './seats.js';
 
 export interface SeedReport {
@@ -55,4 +55,3 @@ export async function seedSeats(db: Kysely<DB>, catalogue: Catalogue): Promise<S
   }
   return report;
 }
-

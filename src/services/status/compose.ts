@@ -1,8 +1,8 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { byName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
-import { countRunningCalls, type CallsMesh } from '../calls/records.js';
-import { countHandActsThisWeek, HAND_ACT_WEEK_MS, repeatedCauses, type HandActLog } from '../hand-acts/hand-acts.js';
+import { type CallsMesh, countRunningCalls } from '../calls/records.js';
+import { countHandActsThisWeek, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
 import { machineState } from '../machines/machines.js';
 import { readTiers } from '../plans/plan.js';
 import { listHoldings } from '../seats/holdings.js';
@@ -125,4 +125,3 @@ export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Comp
     plans,
   });
 }
-

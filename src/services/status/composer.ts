@@ -8,7 +8,7 @@ import type { CallsMesh } from '../calls/records.js';
 import type { MeshEvents } from '../events.js';
 import type { HandActLog } from '../hand-acts/hand-acts.js';
 import type { Leases } from '../replicas/leases.js';
-import { compose, meshSources, type CompositionSources } from './compose.js';
+import { type CompositionSources, compose, meshSources } from './compose.js';
 import type { StatusFeed } from './composition.js';
 import { publishComposition } from './feed.js';
 
@@ -25,15 +25,15 @@ export type ServingLease = Pick<Leases, 'isServing' | 'onServingChange'>;
 /** What the composer needs of the mesh: the store, the bus and subjects, the leases bucket, the feed and lease of this replica. */
 export type ComposerMesh = CallsMesh &
   HandActLog & {
-  db: Store;
-  bus: Pick<Bus, 'nc'>;
-  subjects: Pick<Subjects, 'root' | 'status'>;
-  buckets: Pick<Buckets, 'leases' | 'calls' | 'handActs'>;
-  config: { replica: string; heartbeatSeconds: number };
-  logger: Logger;
-  events: MeshEvents;
-  status: StatusFeed;
-  leases: ServingLease;
+    db: Store;
+    bus: Pick<Bus, 'nc'>;
+    subjects: Pick<Subjects, 'root' | 'status'>;
+    buckets: Pick<Buckets, 'leases' | 'calls' | 'handActs'>;
+    config: { replica: string; heartbeatSeconds: number };
+    logger: Logger;
+    events: MeshEvents;
+    status: StatusFeed;
+    leases: ServingLease;
   };
 
 export interface ComposerStats {

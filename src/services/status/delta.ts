@@ -1,5 +1,5 @@
-import type { Composition, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from './composition.js';
 import { Invalid } from '../../kernel/errors.js';
+import type { Composition, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from './composition.js';
 
 /**
  * The changes to one keyed list of a composition, from a base to the next. Applied to the base's
@@ -58,7 +58,7 @@ const byCause = (item: { cause: string }) => item.cause;
 const itself = (item: string) => item;
 
 /** Whether two JSON values (plain objects, arrays, strings, numbers, booleans, null) are equal by value. */
-export function sameJson(a: unknown, b: unknown): boolean {
+function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {
@@ -70,7 +70,7 @@ export function sameJson(a: unknown, b: unknown): boolean {
   const ka = Object.keys(a);
   if (ka.length !== Object.keys(b).length) return false;
   for (const k of ka) {
-    if (!Object.prototype.hasOwnProperty.call(b, k)) return false;
+    if (!Object.hasOwn(b, k)) return false;
     if (!sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
   }
   return true;
@@ -134,8 +134,7 @@ export function applyListChanges<T>(a: readonly T[], changes: Omit<ListChanges<T
   return list;
 }
 
-const isEmpty = (changes: ListChanges<unknown>) =>
-  !changes.added.length && !changes.changed.length && !changes.removed.length && !changes.order;
+const isEmpty = (changes: ListChanges<unknown>) => !changes.added.length && !changes.changed.length && !changes.removed.length && !changes.order;
 
 /** What changed from composition `a` to composition `b`; pure, and cheap where items are shared by reference. */
 export function diffCompositions(a: Composition, b: Composition): StatusDelta {

@@ -1,0 +1,131 @@
+// The gateway's import rules (`npm run check:imports`). Layers, outermost first; a module may
+// import its own layer and the layers below it, never one above:
+//
+//   entry       src/main.ts, src/gateway.ts, src/migrate.ts, src/simulate.ts
+//   transports  src/server/, src/fanout/        (server may import fanout, not the reverse)
+//   schema      src/schema/, src/resolvers/
+//   services    src/services/
+//   store/bus   src/store/, src/bus/
+//   kernel      src/kernel/                      (imports nothing in src but itself)
+//
+// src/config.ts and src/logger.ts are leaves that any layer may import; in src they import only
+// src/kernel/. Type-only imports count too (tsPreCompilationDeps), for cycles and for layers.
+
+const ENTRY = '^src/(main|gateway|migrate|simulate)\\.ts$';
+const TRANSPORTS = '^src/(server|fanout)/';
+const SCHEMA = '^src/(schema|resolvers)/';
+const SERVICES = '^src/services/';
+const STORE_BUS = '^src/(store|bus)/';
+const KERNEL = '^src/kernel/';
+const LEAVES = '^src/(config|logger)\\.ts$';
+
+/** A rule that `from` (a layer) imports nothing in `above` (the layers over it). */
+const notUp = (name, comment, from, above) => ({
+  name,
+  comment,
+  severity: 'error',
+  from: { path: from },
+  to: { path: above },
+});
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'A cycle of imports (type-only imports included). Break it: move the shared part down a layer.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+
+    notUp('transports-not-to-entry', 'src/server/ and src/fanout/ must not import an entry file.', TRANSPORTS, ENTRY),
+    {
+      name: 'fanout-not-to-server',
+      comment: 'src/server/ may import src/fanout/, not the reverse.',
+      severity: 'error',
+      from: { path: '^src/fanout/' },
+      to: { path: '^src/server/' },
+    },
+    notUp('schema-not-up', 'src/schema/ and src/resolvers/ must not import transports or entry files.', SCHEMA, [TRANSPORTS, ENTRY]),
+    notUp('services-not-up', 'src/services/ must not import schema, resolvers, transports or entry files.', SERVICES, [SCHEMA, TRANSPORTS, ENTRY]),
+    notUp('store-bus-not-up', 'src/store/ and src/bus/ must not import services or anything above them.', STORE_BUS, [SERVICES, SCHEMA, TRANSPORTS, ENTRY]),
+    {
+      name: 'kernel-imports-only-kernel',
+      comment: 'src/kernel/ imports nothing in src/ but src/kernel/ (node and npm packages are fine).',
+      severity: 'error',
+      from: { path: KERNEL },
+      to: { path: '^src/', pathNot: KERNEL },
+    },
+    {
+      name: 'leaves-import-only-kernel',
+      comment: 'src/config.ts and src/logger.ts are imported by every layer, so in src/ they import only src/kernel/.',
+      severity: 'error',
+      from: { path: LEAVES },
+      to: { path: '^src/', pathNot: KERNEL },
+    },
+    {
+      name: 'domains-not-to-mesh',
+      comment:
+        'src/services/mesh.ts is the aggregate of the running gateway\'s dependencies; a domain folder ' +
+        'under src/services/ takes only the capabilities it needs, never the whole Mesh. Only ' +
+        'src/services/controller/ (the verb registry spans every domain) sees it.',
+      severity: 'error',
+      from: { path: '^src/services/[^/]+/', pathNot: '^src/services/controller/' },
+      to: { path: '^src/services/mesh\\.ts$' },
+    },
+    {
+      name: 'src-not-to-test-or-bench',
+      comment: 'Nothing in src/ imports from test/ or bench/.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(test|bench)/' },
+    },
+
+    {
+      name: 'no-orphans',
+      comment: 'A module in src/ that nothing imports and that is not an entry file: use it or remove it.',
+      severity: 'error',
+      from: { orphan: true, path: '^src/', pathNot: [ENTRY, '\\.d\\.(c|m)?ts$'] },
+      to: {},
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import that does not resolve to a file on disk.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
+      name: 'no-non-package-json',
+      comment: 'An import of an npm package that package.json does not declare (it works only by hoisting luck).',
+      severity: 'error',
+      from: {},
+      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown'] },
+    },
+    {
+      name: 'not-to-dev-dep',
+      comment:
+        'src/ runs in production, where devDependencies are not installed: it must not import one. ' +
+        '`import type` of a devDependency is fine (it is erased).',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|\\.mesh)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    // "type": "module" and NodeNext: resolve as Node does for an ESM import, types included.
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+    },
+    reporterOptions: {
+      text: { highlightFocused: true },
+    },
+  },
+};
