@@ -125,7 +125,7 @@ export async function run(): Promise<string> {
     for (let i = 0; i < COMPOSITIONS; i++) {
       statements = 0;
       const wall = performance.now();
-      const composition = await compose(db, { seq: i + 1, trigger: 'bench', heartbeatSeconds: 10, sources });
+      const composition = await compose(db, { seq: i + 1, controller: 'bench-controller', trigger: 'bench', heartbeatSeconds: 10, sources });
       const composed = performance.now();
       const encoded = await encodeComposition(composition, 1024 * 1024);
       if (i === 0) continue; // warm-up: plans cached, pool connected

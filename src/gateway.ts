@@ -80,7 +80,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const leases = await startLeases({ buckets, views, config, logger }, bus.jsm);
     stops.push(() => leases.stop());
     const subjects = subjectsUnder(config.subjects);
-    const status = startStatusFeed(bus.nc, subjects.status, logger);
+    const status = startStatusFeed(bus.nc, subjects.status, logger, config.controller);
     stops.push(() => status.stop());
     const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, status };
     const responder = startResponder(mesh);

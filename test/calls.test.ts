@@ -72,7 +72,7 @@ test('a NATS caller is named from its inbox; a default inbox is unnamed', async 
   } finally {
     await alice.close();
   }
-  const { callId } = await natsCall(nc, 'repeatedCauses');
+  const { callId } = await natsCall(nc, 'recordHandAct', { act: 'probe', why: 'a default inbox' });
   expect((await callById(callId!)).data.call).toMatchObject({ caller: 'unnamed', door: 'NATS', state: 'OK' });
   const { data } = await gateway.gql(`{ calls(caller: "alice") { edges { node { caller verb } } } }`);
   expect(data.calls.edges.map((e: any) => e.node)).toEqual([{ caller: 'alice', verb: 'recordHandAct' }]);
@@ -192,7 +192,7 @@ test('the 1001st call pushes out the oldest', async () => {
   let missing = 1000 - (await kept()).messages;
   while (missing > 0) {
     const size = Math.min(missing, 100);
-    await Promise.all(Array.from({ length: size }, () => natsCall(nc, 'repeatedCauses')));
+    await Promise.all(Array.from({ length: size }, () => natsCall(nc, 'recordHandAct', { act: 'fill', why: 'filling the calls bucket' })));
     missing -= size;
   }
   const full = await kept();
@@ -201,7 +201,7 @@ test('the 1001st call pushes out the oldest', async () => {
   expect((await callById(oldest)).data.call.id).toBe(oldest);
   const [secondOldest] = await idFrom(oldestSeq + 1);
 
-  const { callId: newest } = await natsCall(nc, 'repeatedCauses');
+  const { callId: newest } = await natsCall(nc, 'recordHandAct', { act: 'newest', why: 'the 1001st call' });
   const after = await kept();
   expect(after.messages).toBe(1000);
   expect((await callById(oldest)).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');

@@ -74,7 +74,10 @@ test('the gateway runs under the least-privilege user through a call, a hand-act
   const { nc: alice } = await as('alice', passwords.alice, '_INBOX.alice');
   const reply = await alice.request(`mesh.seat.${CONTROLLER}.handActs`, JSON.stringify({ cause: 'policy' }), { timeout: 5_000 });
   expect(reply.json()).toMatchObject({ ok: true, answer: { handActs: [{ id: act.id, why: 'quarterly rotation' }] } });
-  const natsCallId = reply.headers?.get('Mesh-Call');
+  expect(reply.headers?.get('Mesh-Call')).toBeUndefined(); // a read is not kept
+  const acted = await alice.request(`mesh.seat.${CONTROLLER}.recordHandAct`, JSON.stringify({ act: 'drained-node', why: 'kernel update' }), { timeout: 5_000 });
+  const aliceAct = acted.json<any>().answer;
+  const natsCallId = acted.headers?.get('Mesh-Call');
   await alice.close();
 
   await first.kill();
@@ -84,7 +87,7 @@ test('the gateway runs under the least-privilege user through a call, a hand-act
   const natsCall = (await second.gql(`query($id: ID!) { call(id: $id) { state caller door } }`, { id: natsCallId })).data.call;
   expect(natsCall).toEqual({ state: 'OK', caller: 'alice', door: 'NATS' });
   const acts = (await second.gql(`{ handActs { edges { node { id } } } }`)).data.handActs.edges;
-  expect(acts.map((e: any) => e.node.id)).toEqual([act.id]);
+  expect(acts.map((e: any) => e.node.id)).toEqual([aliceAct.id, act.id]);
   // Nothing the gateway did, across both processes, needed a subject outside its grant.
   expect(violations(CONTROLLER)).toEqual([]);
   await second.stop();

@@ -100,7 +100,7 @@ test('a composition takes the same few SQL statements whatever the size of the m
   try {
     const count = async () => {
       store.statements.reset();
-      await compose(store.db, { seq: 1, trigger: 'test', heartbeatSeconds: 10, sources: noSources });
+      await compose(store.db, { seq: 1, controller: 'test-controller', trigger: 'test', heartbeatSeconds: 10, sources: noSources });
       return store.statements.count;
     };
     await recordHeartbeats(store.db, [{ machine: 'one', modules: ['broker'], claims: { broker: ['queue'] }, at: new Date() }]);

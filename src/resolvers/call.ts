@@ -16,8 +16,8 @@ builder.queryFields((t) => ({
   calls: t.connection(
     {
       type: CallRef,
-      description: `Calls newest first, ${CALLS_PAGE_DEFAULT} a page unless asked (at most ${CALLS_PAGE_MAX}), filtered by seat (a name or an alias: its calls under any of its names), state and caller.`,
-      args: { seat: t.arg.string(), state: t.arg({ type: CallStateEnum }), caller: t.arg.string() },
+      description: `Calls newest first, ${CALLS_PAGE_DEFAULT} a page unless asked (at most ${CALLS_PAGE_MAX}), filtered by seat (a name or an alias: its calls under any of its names), verb, state and caller.`,
+      args: { seat: t.arg.string(), verb: t.arg.string(), state: t.arg({ type: CallStateEnum }), caller: t.arg.string() },
       resolve: (_root, args, ctx) =>
         resolveCursorConnection<Promise<Call[]>>(
           { args, toCursor: (call: Call) => call.id, defaultSize: CALLS_PAGE_DEFAULT, maxSize: CALLS_PAGE_MAX },

@@ -54,5 +54,10 @@ export const CallRef = builder.objectRef<Call>('Call').implement({
       resolve: (c) => c.error?.code ?? null,
     }),
     replica: t.exposeString('replica', { description: 'The replica that ran it.' }),
+    outerCallId: t.id({
+      nullable: true,
+      description: 'The call that forwarded this one here: a callVerb to the controller’s own seat, whose caller this call keeps.',
+      resolve: (call) => call.outerCallId ?? null,
+    }),
   }),
 });

@@ -74,10 +74,16 @@ export const StatusRef = builder.objectRef<Composition>('Status').implement({
     'The whole mesh at one instant, composed by the serving replica after news, acting verbs and plan changes (at most a few a second) and every minute.',
   fields: (t) => ({
     seq: t.exposeInt('seq', { description: 'Grows with each composition, across replicas.' }),
+    controller: t.string({
+      nullable: true,
+      description: 'The controller (MESH_CONTROLLER) that composed it; a replica ignores compositions of another controller.',
+      resolve: (c) => c.controller ?? null,
+    }),
     composedAt: t.field({ type: 'DateTime', resolve: (c) => c.composedAt }),
     tookMs: t.exposeFloat('tookMs', { description: 'How long composing took, in milliseconds.' }),
     trigger: t.exposeString('trigger', {
-      description: 'What asked for it, the triggers coalesced into it comma-separated: start, takeover, news, build, acted, plan, minute, replica-joined.',
+      description:
+        'What asked for it, the triggers coalesced into it comma-separated: start, takeover, news, build, acted, plan, state-change (a machine crossed into LATE or SILENT), minute, replica-joined.',
     }),
     machines: t.field({ type: [MachineStatusRef], resolve: (c) => c.machines }),
     seats: t.field({ type: [SeatStatusRef], resolve: (c) => c.seats }),

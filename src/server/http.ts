@@ -73,7 +73,11 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       debug: (...args) => logger.debug(args.length > 1 ? { args } : args[0]),
       info: (...args) => logger.info(args.length > 1 ? { args } : args[0]),
       warn: (...args) => logger.warn(args.length > 1 ? { args } : args[0]),
-      error: (...args) => logger.error(args.length > 1 ? { args } : args[0]),
+      error: (...args) => {
+        const refusal = args.length === 1 ? clientError(args[0]) : undefined;
+        if (refusal) logger.info(refusal, 'request refused');
+        else logger.error(args.length > 1 ? { args } : args[0]);
+      },
     },
     maskedErrors: {
       maskError(error, message) {
@@ -140,6 +144,19 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       });
     },
   };
+}
+
+/**
+ * What a client got wrong, as a log line without a stack: an error of the request itself (no
+ * cause) or of the domain (a DomainError: bad input, not found, a conflict). Undefined for a
+ * server fault, which is logged at error with its stack.
+ */
+function clientError(value: unknown): { code: string; message: string; path?: readonly (string | number)[] } | undefined {
+  if (!(value instanceof GraphQLError)) return undefined;
+  const cause = value.originalError;
+  if (cause !== undefined && !(cause instanceof DomainError) && !(cause instanceof GraphQLError)) return undefined;
+  const code = cause instanceof DomainError ? cause.code : String(value.extensions?.code ?? 'BAD_REQUEST');
+  return { code, message: value.message, path: value.path };
 }
 
 function disableIntrospection(): Plugin {

@@ -10,7 +10,7 @@ import type { MeshEvents } from './events.js';
 import type { HandAct } from './hand-acts/hand-acts.js';
 import type { Leases } from './replicas/leases.js';
 import type { Catalogue } from './seats/catalogue.js';
-import type { StatusFeed } from './status/composition.js';
+import type { RunningStatusFeed } from './status/feed.js';
 
 /**
  * The running gateway's dependencies, made once by src/gateway.ts. Only the layers above services
@@ -33,5 +33,5 @@ export interface Mesh {
   /** This replica's lease, and whether it holds the serving lease. */
   leases: Leases;
   /** The last status composition this replica heard, and each new one as it comes. */
-  status: StatusFeed;
+  status: RunningStatusFeed;
 }

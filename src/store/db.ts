@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Kysely, type LogEvent, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -33,8 +34,69 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
   const dir = join(options.dataDir, 'pg');
   mkdirSync(dir, { recursive: true });
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { PGliteDialect } = await import('kysely-pglite-dialect');
-  const pglite = await PGlite.create(dir);
-  return new Kysely<DB>({ dialect: new PGliteDialect(pglite), log });
+  const release = lockEmbeddedStore(dir);
+  try {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const { PGliteDialect } = await import('kysely-pglite-dialect');
+    const pglite = await PGlite.create(dir);
+    const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite), log });
+    // The lock goes with the store: released once the store is closed.
+    const destroy = db.destroy.bind(db);
+    db.destroy = () => destroy().finally(release);
+    return db;
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+/** The embedded store is in use by another live process: two gateways on one PGlite folder would corrupt it. */
+class StoreInUse extends Error {
+  override name = 'StoreInUse';
+}
+
+interface LockHolder {
+  pid: number;
+  host: string;
+  since: string;
+}
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Takes `<dir>.lock` for this process (PGlite has no lock of its own); a lock left by a process
+ * that is gone is taken over. Throws StoreInUse naming the folder and the other process. Returns
+ * the release.
+ */
+function lockEmbeddedStore(dir: string): () => void {
+  const path = `${dir}.lock`;
+  const mine: LockHolder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(path, JSON.stringify(mine), { flag: 'wx' });
+      return () => rmSync(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    let holder: LockHolder | undefined;
+    try {
+      holder = JSON.parse(readFileSync(path, 'utf8')) as LockHolder;
+    } catch {
+      holder = undefined; // unreadable: left half-written by a crash
+    }
+    if (holder && holder.host === mine.host && holder.pid !== process.pid && isAlive(holder.pid)) {
+      throw new StoreInUse(
+        `the embedded store ${dir} is in use by process ${holder.pid} (since ${holder.since}): another mesh-gateway runs in this folder; stop it, or give this one its own MESH_DATA_DIR or a DATABASE_URL`,
+      );
+    }
+    rmSync(path, { force: true }); // its process is gone
+  }
+  throw new StoreInUse(`could not take the lock ${path} of the embedded store ${dir}`);
 }

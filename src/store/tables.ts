@@ -22,6 +22,8 @@ interface MachineTable {
   first_heard_at: Timestamp;
   last_heard_at: Timestamp;
   heartbeats: ColumnType<string, number | string | undefined, number | string>;
+  /** When a gateway last wrote a heartbeat of it, by the gateway's clock (null before 0003). */
+  written_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 interface AssignmentTable {

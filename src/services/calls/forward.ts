@@ -1,4 +1,4 @@
-import { NoRespondersError, RequestError, TimeoutError } from '@nats-io/transport-node';
+import { headers, NoRespondersError, RequestError, TimeoutError } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
@@ -6,7 +6,7 @@ import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import type { ArgType, Verb } from '../seats/protocol.js';
-import { type Db, seatByName } from '../seats/seats.js';
+import { aliasesOfSeats, type Db, seatByName } from '../seats/seats.js';
 import {
   type Call,
   type CallDoor,
@@ -106,6 +106,14 @@ export interface ForwardMesh extends CallsMesh {
   logger: Logger;
 }
 
+/**
+ * Headers a forwarded call carries so that, when the seat called is the controller's own, the
+ * inner call is recorded under the original caller and names the outer call. The responder
+ * trusts them only on a request whose answer goes to the controller's own inbox.
+ */
+export const CALLER_HEADER = 'Mesh-Caller';
+export const OUTER_CALL_HEADER = 'Mesh-Outer-Call';
+
 /** The recorded form of a refused call's seat or verb: as given, shortened, so a bad name is still visible. */
 const label = (value: unknown) => (typeof value === 'string' ? value.slice(0, 200) : String(value).slice(0, 200));
 
@@ -140,20 +148,36 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
     throw error;
   }
   const call = await startCall(mesh, { ...record, args });
-  let text: string;
-  try {
-    const reply = await mesh.bus.nc.request(mesh.subjects.seatVerb(call.seat, verb.name), JSON.stringify(args), { timeout });
-    text = reply.string();
-  } catch (error) {
-    return failCall(mesh, call, requestError(error, timeout));
+  const h = headers();
+  h.set(CALLER_HEADER, call.caller);
+  h.set(OUTER_CALL_HEADER, call.id);
+  let text: string | undefined;
+  let failure: unknown;
+  // A holder listens on the name its manifest has, which may be a name the seat had before a
+  // rename: the canonical name is tried first, then each alias while nobody answers.
+  for (const name of [call.seat, ...((await aliasesOfSeats(mesh.db, [call.seat]))[0] ?? [])]) {
+    try {
+      text = (await mesh.bus.nc.request(mesh.subjects.seatVerb(name, verb.name), JSON.stringify(args), { timeout, headers: h })).string();
+      break;
+    } catch (error) {
+      failure ??= error;
+      if (!isNoResponders(error)) {
+        failure = error;
+        break;
+      }
+    }
   }
+  if (text === undefined) return failCall(mesh, call, requestError(failure, timeout));
   return recordAnswer(mesh, call, text);
 }
+
+const isNoResponders = (error: unknown): boolean =>
+  (error instanceof RequestError ? error.cause : error) instanceof NoRespondersError || (error instanceof RequestError && error.isNoResponders());
 
 function requestError(error: unknown, timeout: number) {
   const cause = error instanceof RequestError ? error.cause : error;
   if (error instanceof TimeoutError || cause instanceof TimeoutError) return { code: 'TIMEOUT', message: `no answer within ${timeout} ms` };
-  if (cause instanceof NoRespondersError || (error instanceof RequestError && error.isNoResponders())) {
+  if (isNoResponders(error)) {
     return { code: 'NO_RESPONDERS', message: 'no holder of the seat is listening for this verb' };
   }
   return { code: 'UNAVAILABLE', message: (error as Error).message };

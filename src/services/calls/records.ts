@@ -55,6 +55,8 @@ export interface Call {
   error: CallError | null;
   /** The replica that ran it: its lease says whether it is still alive. */
   replica: string;
+  /** The call that forwarded this one here (callVerb to the controller's own seat), when one did. */
+  outerCallId?: string | null;
 }
 
 /** What a replica keeps of each call in memory to list and count them: all but the bulky parts. */
@@ -66,6 +68,7 @@ export interface NewCall {
   args: unknown;
   caller: string;
   door: CallDoor;
+  outerCallId?: string | null;
 }
 
 const encoder = new TextEncoder();
@@ -132,6 +135,7 @@ function fresh(mesh: CallsMesh, call: NewCall, state: CallState): Call {
     answerBytes: null,
     error: null,
     replica: mesh.config.replica,
+    outerCallId: call.outerCallId ?? null,
   };
 }
 
@@ -217,6 +221,7 @@ interface CallFilter {
   /** A seat's name; with `seats`, any of those names (a seat and its aliases). */
   seat?: string | null;
   seats?: readonly string[];
+  verb?: string | null;
   state?: CallState | null;
   caller?: string | null;
 }
@@ -240,15 +245,17 @@ export function callSummaries(mesh: CallsMesh, filter: CallFilter = {}): CallSum
     .filter(
       (c) =>
         (filter.seats ? filter.seats.includes(c.seat) : !filter.seat || c.seat === filter.seat) &&
+        (!filter.verb || c.verb === filter.verb) &&
         (!filter.state || c.state === filter.state) &&
         (!filter.caller || c.caller === filter.caller),
     )
     .sort(newestFirst);
 }
 
-/** What a reader of calls asks for: a seat by any of its names, a state (CallState's name), a caller. */
+/** What a reader of calls asks for: a seat by any of its names, a verb, a state (CallState's name), a caller. */
 export interface CallQuery {
   seat?: string | null;
+  verb?: string | null;
   state?: string | null;
   caller?: string | null;
 }
@@ -262,7 +269,7 @@ export async function listCalls(mesh: CallsMesh & { db: Db }, query: CallQuery, 
   if (page.limit > CALLS_PAGE_MAX + 1) throw new Invalid(`at most ${CALLS_PAGE_MAX} calls a page`, 'first');
   const state = oneOf(query.state, CALL_STATES, 'state');
   const seats = query.seat == null ? undefined : await seatNamesFor(mesh.db, query.seat);
-  const wanted = pageOf(callSummaries(mesh, { seats, state, caller: query.caller }), page);
+  const wanted = pageOf(callSummaries(mesh, { seats, verb: query.verb, state, caller: query.caller }), page);
   const read = await Promise.all(wanted.map((c) => readCall(mesh, c.id)));
   return read.flatMap((r) => (r ? [r.call] : []));
 }

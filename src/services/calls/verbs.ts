@@ -20,7 +20,14 @@ export const callByIdVerb = readingVerb('call', { id: { type: 'ID', required: tr
 /** A page of calls, newest first, as the NATS door answers it: `{calls, hasNextPage}`. */
 export const callsVerb = readingVerb(
   'calls',
-  { first: { type: 'Int' }, after: { type: 'String' }, seat: { type: 'String' }, state: { type: 'String' }, caller: { type: 'String' } },
+  {
+    first: { type: 'Int' },
+    after: { type: 'String' },
+    seat: { type: 'String' },
+    verb: { type: 'String' },
+    state: { type: 'String' },
+    caller: { type: 'String' },
+  },
   async (mesh: ForwardMesh, args) => {
     const first = args.first ?? CALLS_PAGE_DEFAULT;
     const page = await listCalls(mesh, args, { after: args.after, limit: first + 1 });

@@ -18,10 +18,13 @@ export interface Invocation {
   args: unknown;
   caller: string;
   door: CallDoor;
+  /** The call that forwarded this one (callVerb to the controller's own seat). */
+  outerCallId?: string | null;
 }
 
 export interface Outcome<T> {
-  call: Call;
+  /** The call that records it; none for a reading verb, which is not kept. */
+  call: Call | undefined;
   result: T;
 }
 
@@ -33,23 +36,37 @@ const VERB_LABEL_MAX = 200;
  * request). Judges the arguments against the verb's declaration (unknown, missing or mistyped
  * argument, blank why: recorded FAILED and thrown); writes the call RUNNING, runs the handler,
  * records OK with the answer or FAILED with the error (and throws it); emits `acted` after an
- * acting verb. A verb that records its own call (callVerb) is run without one here.
+ * acting verb. A verb that records its own call (callVerb) is run without one here, and a reading
+ * verb is not recorded at all: only acting and forwarded calls are kept (the bucket's 1000 / 14
+ * days are theirs).
  */
 export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMesh, verb: ControllerVerb<D, A, R>, invocation: Invocation): Promise<Outcome<R>> {
-  const base = { seat: mesh.config.controller, verb: verb.name, args: invocation.args ?? {}, caller: invocation.caller, door: invocation.door };
+  const base = {
+    seat: mesh.config.controller,
+    verb: verb.name,
+    args: invocation.args ?? {},
+    caller: invocation.caller,
+    door: invocation.door,
+    outerCallId: invocation.outerCallId,
+  };
   let args: ArgsOf<A>;
+  const kept = verb.acting || verb.recordsItsOwnCall;
   try {
     // judgeArgs proves each argument has its declared type: the one place the declaration becomes the type.
     const judged = judgeArgs(mesh.config.controller, protocolOf(verb), invocation.args);
     if (verb.acting) Object.assign(judged, checkActing(judged));
     args = judged as ArgsOf<A>;
   } catch (error) {
-    markRecorded(error, (await refuseCall(mesh, base, callErrorOf(error))).id);
+    if (kept) markRecorded(error, (await refuseCall(mesh, base, callErrorOf(error))).id);
     throw error;
   }
   if (verb.recordsItsOwnCall) {
     const result = await verb.run(mesh, args, { caller: invocation.caller, door: invocation.door, callId: '' });
     return { call: result as Call, result };
+  }
+  if (!verb.acting) {
+    // Reads are not kept: a dashboard polling them must not push acting calls out of the bucket.
+    return { call: undefined, result: await verb.run(mesh, args, { caller: invocation.caller, door: invocation.door, callId: '' }) };
   }
   const call = await startCall(mesh, { ...base, args });
   let result: R;
@@ -77,6 +94,7 @@ export async function refuseUnknownVerb(mesh: DispatchMesh, name: string, invoca
       args: invocation.args ?? {},
       caller: invocation.caller,
       door: invocation.door,
+      outerCallId: invocation.outerCallId,
     },
     callErrorOf(error),
   );

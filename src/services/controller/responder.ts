@@ -1,6 +1,8 @@
 import { headers, type Msg, type Subscription } from '@nats-io/transport-node';
 import { Invalid } from '../../kernel/errors.js';
+import { ID_PATTERN } from '../../kernel/ids.js';
 import { isName } from '../../kernel/names.js';
+import { CALLER_HEADER, OUTER_CALL_HEADER } from '../calls/forward.js';
 import { callErrorOf, recordedCallOf, refuseCall } from '../calls/records.js';
 import type { Mesh } from '../mesh.js';
 import { invokeVerb, refuseUnknownVerb } from './invoke.js';
@@ -65,23 +67,40 @@ function readBody(data: Uint8Array): unknown {
   }
 }
 
+/**
+ * The caller of a request, from its inbox; and for a call the controller forwarded to its own seat
+ * (callVerb: the answer goes to the controller's own inbox), the original caller and the outer
+ * call, from the headers forwardCall sets.
+ */
+function whoCalls(mesh: Mesh, msg: Msg): { caller: string; outerCallId: string | undefined } {
+  const caller = callerFromInbox(msg.reply);
+  if (caller !== mesh.config.controller) return { caller, outerCallId: undefined };
+  const original = msg.headers?.get(CALLER_HEADER);
+  const outer = msg.headers?.get(OUTER_CALL_HEADER);
+  return { caller: original && isName(original) ? original : caller, outerCallId: outer && ID_PATTERN.test(outer) ? outer : undefined };
+}
+
 async function handle(mesh: Mesh, msg: Msg): Promise<void> {
   const verb = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
-  const caller = callerFromInbox(msg.reply);
+  const { caller, outerCallId } = whoCalls(mesh, msg);
   const door = 'NATS' as const;
+  const known = controllerVerb(verb);
   let args: unknown;
   try {
     if (!msg.reply) throw new Invalid('a verb call needs a reply subject: send it as a request', 'reply');
     args = readBody(msg.data);
   } catch (error) {
+    // A refused read is not kept either; a refused act, or a verb nobody serves, is.
+    if (known && !known.acting && !known.recordsItsOwnCall) return answer(mesh, msg, { ok: false, error: callErrorOf(error) });
     const raw = msg.data.length > NATS_BODY_MAX ? `(${msg.data.length} bytes, not kept)` : new TextDecoder().decode(msg.data.subarray(0, 4096));
-    const refused = await refuseCall(mesh, { seat: mesh.config.controller, verb, args: raw, caller, door }, callErrorOf(error));
+    const refused = await refuseCall(mesh, { seat: mesh.config.controller, verb, args: raw, caller, door, outerCallId }, callErrorOf(error));
     return answer(mesh, msg, { ok: false, error: callErrorOf(error) }, refused.id);
   }
   try {
-    const known = controllerVerb(verb);
-    const { call, result } = known ? await invokeVerb(mesh, known, { args, caller, door }) : await refuseUnknownVerb(mesh, verb, { args, caller, door });
-    answer(mesh, msg, { ok: true, answer: result }, call.id);
+    const { call, result } = known
+      ? await invokeVerb(mesh, known, { args, caller, door, outerCallId })
+      : await refuseUnknownVerb(mesh, verb, { args, caller, door, outerCallId });
+    answer(mesh, msg, { ok: true, answer: result }, call?.id);
   } catch (error) {
     answer(mesh, msg, { ok: false, error: callErrorOf(error) }, recordedCallOf(error));
   }

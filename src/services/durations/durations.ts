@@ -53,12 +53,17 @@ export async function recordDurations(db: Db, durations: readonly Duration[]): P
 /** The gap after which a heartbeat is late: 1.5 expected intervals, as for a machine's LATE state. */
 export const heartbeatLateness = (heartbeatSeconds: number): number => LATE_AFTER_INTERVALS * heartbeatSeconds;
 
-/** The late heartbeats among those recorded, as heartbeat_gap observations (the gap since the one before). */
-export function heartbeatGaps(recorded: readonly HeartbeatRecorded[], heartbeatSeconds: number): Duration[] {
+/**
+ * The late heartbeats among those recorded, as heartbeat_gap observations (the gap since the one
+ * before). A gap whose first beat was written before `heardSince` — the start of the gateway's
+ * unbroken running — is left out: it spans a time when no replica was listening, so it measures
+ * the gateway's downtime, not the machine's lateness.
+ */
+export function heartbeatGaps(recorded: readonly HeartbeatRecorded[], heartbeatSeconds: number, heardSince?: Date): Duration[] {
   const late = heartbeatLateness(heartbeatSeconds);
   const gaps: Duration[] = [];
   for (const beat of recorded) {
-    if (!beat.previousAt) continue;
+    if (!beat.previousAt || (heardSince && (!beat.previousWrittenAt || beat.previousWrittenAt < heardSince))) continue;
     const seconds = (beat.at.getTime() - beat.previousAt.getTime()) / 1000;
     if (seconds > late) gaps.push({ kind: 'heartbeat_gap', subject: beat.machine, seconds, heardAt: beat.at });
   }

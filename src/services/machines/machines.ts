@@ -28,6 +28,17 @@ export function machineState(lastHeardAt: Date, now: Date, heartbeatSeconds: num
   return 'UP';
 }
 
+/**
+ * When a machine last heard at `lastHeardAt` next changes state by age alone (UP → LATE, LATE →
+ * SILENT), or undefined once it is SILENT.
+ */
+export function nextStateChangeAt(lastHeardAt: Date, now: Date, heartbeatSeconds: number): Date | undefined {
+  const late = lastHeardAt.getTime() + LATE_AFTER_INTERVALS * heartbeatSeconds * 1000;
+  if (now.getTime() <= late) return new Date(late);
+  const silent = lastHeardAt.getTime() + SILENT_AFTER_INTERVALS * heartbeatSeconds * 1000;
+  return now.getTime() <= silent ? new Date(silent) : undefined;
+}
+
 function machineQuery(db: Db) {
   return db
     .selectFrom('machine as m')
@@ -77,6 +88,8 @@ export interface HeartbeatRecorded {
   machine: string;
   /** When the one before was heard; undefined for a machine heard the first time. */
   previousAt: Date | undefined;
+  /** When a gateway wrote the one before, by its own clock; undefined when unknown. */
+  previousWrittenAt: Date | undefined;
   at: Date;
 }
 
@@ -106,18 +119,22 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
   // Arrays unnested by Postgres: one parameter per column however many machines, where a VALUES
   // list would take one per cell and a NOT IN list would nest past the parser's stack.
   return db.transaction().execute(async (tx) => {
-    const before = await sql<{ name: string; last_heard_at: Date }>`
-      select name, last_heard_at from machine where name = any(${names}::text[]) order by name for update`.execute(tx);
+    const before = await sql<{ name: string; last_heard_at: Date; written_at: Date | null }>`
+      select name, last_heard_at, written_at from machine where name = any(${names}::text[]) order by name for update`.execute(tx);
     const previous = new Map(before.rows.map((b) => [b.name, new Date(b.last_heard_at)]));
+    const written = new Map(before.rows.map((b) => [b.name, b.written_at ? new Date(b.written_at) : undefined]));
+    const writtenAt = new Date().toISOString();
     await sql`
-      insert into machine (name, site, first_heard_at, last_heard_at, heartbeats)
-      select * from unnest(${names}::text[], ${rows.map((r) => r.site ?? null)}::text[],
-                           ${rows.map((r) => r.earliest.toISOString())}::timestamptz[],
-                           ${rows.map((r) => r.at.toISOString())}::timestamptz[], ${rows.map((r) => r.count)}::int[])
+      insert into machine (name, site, first_heard_at, last_heard_at, heartbeats, written_at)
+      select n, s, f, l, h, ${writtenAt}::timestamptz
+        from unnest(${names}::text[], ${rows.map((r) => r.site ?? null)}::text[],
+                    ${rows.map((r) => r.earliest.toISOString())}::timestamptz[],
+                    ${rows.map((r) => r.at.toISOString())}::timestamptz[], ${rows.map((r) => r.count)}::int[]) as u(n, s, f, l, h)
       on conflict (name) do update set
         site = coalesce(excluded.site, machine.site),
         last_heard_at = greatest(excluded.last_heard_at, machine.last_heard_at),
-        heartbeats = machine.heartbeats + excluded.heartbeats`.execute(tx);
+        heartbeats = machine.heartbeats + excluded.heartbeats,
+        written_at = excluded.written_at`.execute(tx);
     const machinesOf = assignments.map((a) => a.r.machine);
     const modulesOf = assignments.map((a) => a.module);
     if (assignments.length) {
@@ -142,8 +159,10 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
                           where r.machine = a.machine and r.module = a.module)`.execute(tx);
     return ordered.map((beat) => {
       const previousAt = previous.get(beat.machine);
+      const previousWrittenAt = written.get(beat.machine);
       previous.set(beat.machine, beat.at);
-      return { machine: beat.machine, previousAt, at: beat.at };
+      written.set(beat.machine, new Date(writtenAt));
+      return { machine: beat.machine, previousAt, previousWrittenAt, at: beat.at };
     });
   });
 }

@@ -7,6 +7,7 @@ import { type Duration, heartbeatGaps, recordDurations } from '../durations/dura
 import type { MeshEvents } from '../events.js';
 import { type Heartbeat, recordHeartbeats } from '../machines/machines.js';
 import { applyReports, type Report, type RolloutMesh } from '../plans/rollout.js';
+import type { Leases } from '../replicas/leases.js';
 import { type BuildNews, recordBuildNews } from './builds.js';
 import { judgeNews, type News } from './wire.js';
 
@@ -34,6 +35,7 @@ export interface IngestMesh extends RolloutMesh {
   logger: Logger;
   events: MeshEvents;
   config: { controller: string; heartbeatSeconds: number };
+  leases: Pick<Leases, 'continuousSince'>;
 }
 
 export interface NewsStats {
@@ -111,7 +113,7 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
   const durations: Duration[] = [];
   for (const chunk of chunked(beats)) {
     const recorded = await retryOnce(() => recordHeartbeats(mesh.db, chunk));
-    durations.push(...heartbeatGaps(recorded, mesh.config.heartbeatSeconds));
+    durations.push(...heartbeatGaps(recorded, mesh.config.heartbeatSeconds, mesh.leases.continuousSince()));
   }
   if (builds.length) durations.push(...(await retryOnce(() => recordBuildNews(mesh.db, builds))));
   await recordDurations(mesh.db, durations);

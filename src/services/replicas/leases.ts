@@ -98,6 +98,11 @@ export interface Leases {
   onServingChange(listener: (serving: boolean) => void): () => void;
   /** The replicas whose lease is alive, this one included. */
   liveReplicas(): string[];
+  /**
+   * Since when some replica has been running without a gap: the earliest start among the live
+   * replicas. News from before it may have gone unheard while no replica ran.
+   */
+  continuousSince(): Date;
   /** Marks ABANDONED the RUNNING calls of replicas whose lease is gone; returns how many this replica marked. */
   sweep(): Promise<number>;
   /** Stops refreshing and gives up this replica's leases. */
@@ -177,8 +182,18 @@ export async function startLeases(mesh: CallsMesh & LeaseMesh & { logger: Logger
       .catch((err) => logger.warn({ err }, 'lease refresh failed'));
   }, LEASE_REFRESH_MS);
 
+  const continuousSince = () => {
+    const now = Date.now();
+    let earliest = startedAt.getTime();
+    for (const e of view.values()) {
+      if (e.key.startsWith('replica.') && alive(e.value, now)) earliest = Math.min(earliest, Date.parse(e.value.startedAt));
+    }
+    return new Date(earliest);
+  };
+
   return {
     isServing: () => serving,
+    continuousSince,
     onServingChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

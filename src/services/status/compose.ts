@@ -44,10 +44,17 @@ async function openPlans(db: Db): Promise<PlanStatus[]> {
 
 export interface ComposeInput {
   seq: number;
+  /** The controller composing: a composition names it, so a replica can refuse another mesh's. */
+  controller: string;
+  /** The replica composing: it holds the controller's own seat while it serves. */
+  servingReplica?: string;
   trigger: string;
   heartbeatSeconds: number;
   sources: CompositionSources;
 }
+
+/** The module a serving replica holds the controller's own seat as, in a composition. */
+const GATEWAY_MODULE = 'mesh-gateway';
 
 /**
  * Every machine with its running modules, aggregated to one JSON value by Postgres: parsing one
@@ -107,12 +114,17 @@ export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Comp
       holdings: byMachine.get(m.name) ?? [],
     };
   });
+  // The controller's own seat is held by the replica composing, whatever the store records.
+  if (input.servingReplica && !bySeat.get(input.controller)?.length) {
+    bySeat.set(input.controller, [{ machine: input.servingReplica, module: GATEWAY_MODULE, site: null, derived: true }]);
+  }
   const seatStatuses: SeatStatus[] = seats.map(({ name }) => {
     const holders = bySeat.get(name) ?? [];
     return { name, held: holders.length > 0, holders };
   });
   return Object.freeze({
     seq: input.seq,
+    controller: input.controller,
     composedAt: now.toISOString(),
     tookMs: Math.round((performance.now() - started) * 100) / 100,
     trigger: input.trigger,

@@ -7,9 +7,10 @@ import type { Store } from '../../store/db.js';
 import type { CallsMesh } from '../calls/records.js';
 import type { MeshEvents } from '../events.js';
 import type { HandActLog } from '../hand-acts/hand-acts.js';
+import { nextStateChangeAt } from '../machines/machines.js';
 import type { Leases } from '../replicas/leases.js';
 import { type CompositionSources, compose, meshSources } from './compose.js';
-import type { StatusFeed } from './composition.js';
+import type { Composition, StatusFeed } from './composition.js';
 import { publishComposition } from './feed.js';
 
 /** At most one composition starts per this many ms (4 a second) however much news arrives. */
@@ -18,6 +19,23 @@ export const COMPOSE_MIN_GAP_MS = 250;
 export const COMPOSE_EVERY_MS = 60_000;
 /** Local triggers are gathered this long into one request to the serving replica. */
 export const POKE_GATHER_MS = 10;
+
+/** A state boundary is asked for this long after it is crossed, so the composition sees the machine past it. */
+export const CROSSING_SLACK_MS = 5;
+
+/**
+ * The earliest instant after a composition at which a machine of it changes state by heartbeat
+ * age alone (UP → LATE, LATE → SILENT); undefined when none will. One pass over the machines.
+ */
+export function nextCrossing(composition: Composition, heartbeatSeconds: number): Date | undefined {
+  const now = new Date(composition.composedAt);
+  let earliest: number | undefined;
+  for (const machine of composition.machines) {
+    const at = nextStateChangeAt(new Date(machine.lastHeardAt), now, heartbeatSeconds)?.getTime();
+    if (at !== undefined && (earliest === undefined || at < earliest)) earliest = at;
+  }
+  return earliest === undefined ? undefined : new Date(earliest);
+}
 
 /** What the composer needs of the serving lease (src/services/leases.ts). */
 export type ServingLease = Pick<Leases, 'isServing' | 'onServingChange'>;
@@ -29,7 +47,7 @@ export type ComposerMesh = CallsMesh &
     bus: Pick<Bus, 'nc'>;
     subjects: Pick<Subjects, 'root' | 'status'>;
     buckets: Pick<Buckets, 'leases' | 'calls' | 'handActs'>;
-    config: { replica: string; heartbeatSeconds: number };
+    config: { controller: string; replica: string; heartbeatSeconds: number };
     logger: Logger;
     events: MeshEvents;
     status: StatusFeed;
@@ -87,6 +105,22 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   let lastStart = 0;
   let stopped = false;
   let composedOnce = false;
+  let crossing: NodeJS.Timeout | undefined;
+
+  // A machine turns LATE or SILENT with time, not news: compose when the earliest one crosses.
+  const awaitCrossing = (composition: Composition) => {
+    if (crossing) clearTimeout(crossing);
+    crossing = undefined;
+    const at = nextCrossing(composition, mesh.config.heartbeatSeconds);
+    if (!at || stopped) return;
+    const wait = Math.max(0, at.getTime() - Date.now()) + CROSSING_SLACK_MS;
+    if (wait >= COMPOSE_EVERY_MS) return; // the minute's composition comes first
+    crossing = setTimeout(() => {
+      crossing = undefined;
+      request('state-change');
+    }, wait);
+    crossing.unref();
+  };
 
   const run = () => {
     const trigger = [...triggers].join(',');
@@ -98,12 +132,20 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       .then((kept) => {
         seq = Math.max(stats.lastSeq, feed.current()?.seq ?? 0, kept) + 1;
         stats.lastSeq = seq;
-        return compose(mesh.db, { seq, trigger, heartbeatSeconds: mesh.config.heartbeatSeconds, sources });
+        return compose(mesh.db, {
+          seq,
+          controller: mesh.config.controller,
+          servingReplica: mesh.config.replica,
+          trigger,
+          heartbeatSeconds: mesh.config.heartbeatSeconds,
+          sources,
+        });
       })
       .then(async (composition) => {
         stats.compositions++;
         stats.lastTookMs = composition.tookMs;
         await publishComposition(mesh.bus.nc, mesh.subjects.status, composition);
+        awaitCrossing(composition);
         await mesh.buckets?.leases.put(SEQ_KEY, String(seq));
         mesh.logger.debug({ seq, trigger, tookMs: composition.tookMs, machines: composition.machines.length }, 'status composed');
       })
@@ -199,6 +241,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       stopped = true;
       clearInterval(minute);
       if (timer) clearTimeout(timer);
+      if (crossing) clearTimeout(crossing);
       if (pokeTimer) clearTimeout(pokeTimer);
       offLease();
       pokeSub.unsubscribe();

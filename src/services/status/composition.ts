@@ -51,6 +51,8 @@ export interface RepeatedCauseStatus {
  */
 export interface Composition {
   seq: number;
+  /** The controller (MESH_CONTROLLER) that composed it; absent from a composition of an older gateway. */
+  controller?: string;
   composedAt: string;
   tookMs: number;
   trigger: string;

@@ -175,6 +175,7 @@ export function applyDelta(a: Composition, delta: StatusDelta): Composition {
   if (a.seq !== delta.baseSeq) throw new Invalid(`the delta applies to composition ${delta.baseSeq}, not ${a.seq}`);
   return {
     seq: delta.seq,
+    ...(a.controller !== undefined && { controller: a.controller }),
     composedAt: delta.composedAt,
     tookMs: delta.tookMs,
     trigger: delta.trigger,

@@ -79,21 +79,38 @@ function parseComposition(data: Uint8Array): Composition {
 }
 
 export interface RunningStatusFeed extends StatusFeed {
+  /** How many compositions of another controller were heard on this subject and ignored. */
+  foreignIgnored(): number;
   stop(): Promise<void>;
 }
+
+/** A replica warns about the first foreign composition and then every this many, so a shared subject is seen, not flooded. */
+const FOREIGN_WARN_EVERY = 100;
 
 /**
  * Every replica's view of the status: subscribes to `<subjects>.status` (every replica hears every
  * composition), keeps the newest by seq and hands each newer one to the listeners. A message that
  * is not a composition is logged and skipped; an older seq than the one kept is ignored.
  */
-export function startStatusFeed(nc: NatsConnection, subject: string, logger: Logger): RunningStatusFeed {
+export function startStatusFeed(nc: NatsConnection, subject: string, logger: Logger, controller?: string): RunningStatusFeed {
   let last: Composition | undefined;
+  let foreign = 0;
   const listeners = new Set<(c: Composition) => void>();
   const assemble = compositionAssembler();
   let chain = Promise.resolve();
   const accept = (composition: Composition | undefined) => {
-    if (!composition || (last && composition.seq <= last.seq)) return;
+    if (!composition) return;
+    if (controller && typeof composition.controller === 'string' && composition.controller !== controller) {
+      // Two controllers on one MESH_SUBJECTS would interleave their meshes: keep ours, say so.
+      if (foreign++ % FOREIGN_WARN_EVERY === 0) {
+        logger.warn(
+          { subject, theirs: composition.controller, ours: controller, ignored: foreign },
+          'a composition of another controller on our status subject: ignored (is MESH_SUBJECTS shared?)',
+        );
+      }
+      return;
+    }
+    if (last && composition.seq <= last.seq) return;
     last = composition;
     for (const listener of listeners) {
       try {
@@ -112,6 +129,7 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
   });
   return {
     current: () => last,
+    foreignIgnored: () => foreign,
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
