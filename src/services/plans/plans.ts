@@ -7,7 +7,7 @@ import type { Catalogue } from '../seats/catalogue.js';
 import { seatByName } from '../seats/seats.js';
 import { newPlanId, type Plan, toPlan } from './plan.js';
 import { openRollouts, type RolloutMesh } from './rollout.js';
-import { checkTiers, defaultTiers } from './tiers.js';
+import { checkTierHolders, checkTiers, defaultTiers } from './tiers.js';
 
 export interface PushRequest {
   seat: string;
@@ -37,7 +37,8 @@ async function announce(mesh: PlansMesh, changed: string[], opened: string[]): P
 /**
  * Creates a plan rolling `build` out to the seat (name or alias) in tiers: those given, else one
  * per site of the seat's holders. Pushed behind a plan that is not CLOSED it waits QUEUED; else it
- * is OPEN at once. Refuses a seat without holders, an unknown machine or plan, a malformed name.
+ * is OPEN at once. Refuses a seat without holders, an unknown machine or plan, a malformed name,
+ * a tier machine that does not hold the seat (Conflict).
  */
 export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan> {
   checkName(request.seat, 'seat');
@@ -45,7 +46,11 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
   if (request.behind != null) checkName(request.behind, 'behind');
   const plan = await mesh.db.transaction().execute(async (tx) => {
     const seat = await seatByName(tx, mesh.catalogue, request.seat);
-    const tiers = request.tiers != null ? await checkTiers(tx, request.tiers) : await defaultTiers(tx, seat.name);
+    let tiers: string[][];
+    if (request.tiers != null) {
+      tiers = await checkTiers(tx, request.tiers);
+      await checkTierHolders(tx, seat.name, tiers);
+    } else tiers = await defaultTiers(tx, seat.name);
     if (tiers.length === 0) throw new Conflict(`seat ${JSON.stringify(seat.name)} has no holders to push ${request.build} to; give tiers`);
     let open = true;
     if (request.behind != null) {
