@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { recordHeartbeats } from '../src/services/machines/machines.js';
 import type { ApplyMessage } from '../src/services/plans/rollout.js';
 import { defineSeat } from '../src/services/seats/define.js';
-import { anAgent, eventually } from './fixtures/live.js';
+import { anAgent, eventually, wsSubscribe } from './fixtures/live.js';
 import { HOLD_SEAT } from './fixtures/operations.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
@@ -48,9 +48,10 @@ beforeEach(async () => {
   ]);
 });
 
-const PLAN = 'id state tier tiers endedAt';
+const PLAN = 'id state tier tiers stopReason endedAt applies { tier machine sentAt reportedAt ok detail }';
 const ERROR = '... on Error { __typename code message }';
 const appliesOf = (plan: string) => applies.filter((a) => a.plan === plan);
+const report = (machine: string, plan: string, build: string, ok: boolean, detail?: string) => agent.report(env.subjects, machine, { plan, build, ok, detail });
 
 async function mutate(field: string, args: string) {
   const r = await gw.gql(
@@ -59,6 +60,18 @@ async function mutate(field: string, args: string) {
   if (r.errors) throw new Error(JSON.stringify(r.errors));
   const result = r.data[field];
   return result.data ?? result;
+}
+
+async function planById(id: string) {
+  const r = await gw.gql(`{ plans(first: 1000) { ${PLAN} } }`);
+  if (r.errors) throw new Error(JSON.stringify(r.errors));
+  return r.data.plans.find((p: { id: string }) => p.id === id);
+}
+
+async function statusPlan(id: string) {
+  const r = await gw.gql(`{ status { seq plans { id state stopReason } } }`);
+  if (r.errors) throw new Error(JSON.stringify(r.errors));
+  return r.data.status.plans.find((p: { id: string }) => p.id === id);
 }
 
 const tiersArg = (tiers: string[][]) => JSON.stringify(tiers);
@@ -84,4 +97,74 @@ test('push refuses tiers naming a machine that does not hold the seat, naming it
   expect(plan).toMatchObject({ state: 'OPEN', tiers: [[m.a1]] });
   await eventually(() => appliesOf(plan.id)[0], 'the holder applied');
   expect(applies.filter((a) => a.build === 'x-1' || a.build === 'x-2')).toEqual([]);
+});
+
+test('a plan stopped by a failed report says which machine and why, lists every apply, and stays in status until closed', async () => {
+  const plan = await mutate('push', `seat: "${seat}", build: "y-1", why: "release y-1"`);
+  await eventually(() => appliesOf(plan.id)[0], 'tier 0 applied');
+  report(m.a1, plan.id, 'y-1', true, 'applied');
+  report(m.a2, plan.id, 'y-1', false, 'disk full');
+  const stopped = await eventually(async () => {
+    const p = await planById(plan.id);
+    return p.state === 'STOPPED' && p;
+  }, 'the plan STOPPED');
+  expect(stopped.stopReason).toBe(`machine ${m.a2} reported a failed apply: disk full`);
+  expect(stopped.applies).toEqual([
+    { tier: 0, machine: m.a1, sentAt: expect.any(String), reportedAt: expect.any(String), ok: true, detail: 'applied' },
+    { tier: 0, machine: m.a2, sentAt: expect.any(String), reportedAt: expect.any(String), ok: false, detail: 'disk full' },
+  ]);
+  expect(appliesOf(plan.id)).toHaveLength(1);
+
+  const inStatus = await eventually(async () => {
+    const p = await statusPlan(plan.id);
+    return p?.state === 'STOPPED' && p;
+  }, 'the STOPPED plan in status');
+  expect(inStatus).toEqual({ id: plan.id, state: 'STOPPED', stopReason: `machine ${m.a2} reported a failed apply: disk full` });
+
+  expect(await mutate('closePlan', `id: "${plan.id}", why: "y-1 abandoned"`)).toMatchObject({ state: 'CLOSED' });
+  await eventually(async () => (await statusPlan(plan.id)) === undefined, 'the closed plan gone from status');
+});
+
+test("a plan stopped by hand keeps stopPlan's why as its stopReason", async () => {
+  const plan = await mutate('push', `seat: "${seat}", build: "y-2", why: "release y-2"`);
+  expect(plan.stopReason).toBeNull();
+  expect(plan.applies).toEqual([
+    { tier: 0, machine: m.a1, sentAt: expect.any(String), reportedAt: null, ok: null, detail: null },
+    { tier: 0, machine: m.a2, sentAt: expect.any(String), reportedAt: null, ok: null, detail: null },
+  ]);
+  const stopped = await mutate('stopPlan', `id: "${plan.id}", why: "the canary looks slow"`);
+  expect(stopped).toMatchObject({ state: 'STOPPED', stopReason: 'the canary looks slow' });
+  expect((await planById(plan.id)).stopReason).toBe('the canary looks slow');
+});
+
+test('applies of many plans are read with one SQL statement', async () => {
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) ids.push((await mutate('push', `seat: "${seat}", build: "z-${i}", tiers: ${tiersArg([[m.b1]])}, why: "plan ${i}"`)).id);
+  gw.statements.reset();
+  const r = await gw.gql(`{ plans(first: 1000) { id applies { machine tier } } }`);
+  expect(r.errors).toBeUndefined();
+  for (const id of ids) expect(r.data.plans.find((p: { id: string }) => p.id === id).applies).toEqual([{ machine: m.b1, tier: 0 }]);
+  expect(r.data.plans.length).toBeGreaterThan(3);
+  expect(gw.statements.sql.filter((q) => q.includes('"plan_apply"'))).toHaveLength(1);
+});
+
+test('statusChanges carries a plan whose stopReason changed as a changed plan', async () => {
+  const plan = await mutate('push', `seat: "${seat}", build: "w-1", tiers: ${tiersArg([[m.a1]])}, why: "release w-1"`);
+  await eventually(async () => (await statusPlan(plan.id))?.state === 'OPEN', 'the plan in status');
+  const changes = wsSubscribe(
+    gw.url,
+    `subscription { statusChanges { seq full { plans { id state stopReason } } delta { plans { changed { id state stopReason } added { id } } } } }`,
+  );
+  try {
+    await changes.atLeast(1);
+    report(m.a1, plan.id, 'w-1', false, 'bad config');
+    const reason = `machine ${m.a1} reported a failed apply: bad config`;
+    const delta = await eventually(
+      () => changes.items.find((c) => c.statusChanges.delta?.plans.changed.some((p: { id: string }) => p.id === plan.id))?.statusChanges.delta,
+      'a delta changing the plan',
+    );
+    expect(delta.plans.changed.find((p: { id: string }) => p.id === plan.id)).toEqual({ id: plan.id, state: 'STOPPED', stopReason: reason });
+  } finally {
+    changes.close();
+  }
 });

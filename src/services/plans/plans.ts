@@ -77,8 +77,8 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
   return plan;
 }
 
-/** Halts an OPEN plan (STOPPED); Conflict for a plan in any other state. */
-export async function stopPlan(mesh: PlansMesh, id: string): Promise<Plan> {
+/** Halts an OPEN plan (STOPPED), keeping `why` as its stopReason; Conflict for a plan in any other state. */
+export async function stopPlan(mesh: PlansMesh, id: string, why: string): Promise<Plan> {
   checkName(id, 'id');
   const plan = await mesh.db.transaction().execute(async (tx) => {
     const current = await tx.selectFrom('plan').select('state').where('id', '=', id).forUpdate().executeTakeFirst();
@@ -86,7 +86,7 @@ export async function stopPlan(mesh: PlansMesh, id: string): Promise<Plan> {
     if (current.state !== 'OPEN') throw new Conflict(`plan ${id} is ${current.state}: only an OPEN plan can be stopped`);
     const row = await tx
       .updateTable('plan')
-      .set({ state: 'STOPPED', ended_at: sql<Date>`now()` })
+      .set({ state: 'STOPPED', ended_at: sql<Date>`now()`, stop_reason: why })
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow();

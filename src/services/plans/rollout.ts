@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { byName } from '../../kernel/names.js';
 import type { Store } from '../../store/db.js';
 import type { DB } from '../../store/tables.js';
 import { type Duration, recordDurations } from '../durations/durations.js';
@@ -118,6 +119,11 @@ function firstReports(reports: readonly Report[]): Report[] {
   return [...first.values()];
 }
 
+type Updated = { plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean; detail: string | null };
+
+/** A plan's stopReason after a machine's failed report: `machine X reported a failed apply: <detail>` (no colon without a detail). */
+const failedReportReason = (machine: string, detail: string | null): string => `machine ${machine} reported a failed apply${detail ? `: ${detail}` : ''}`;
+
 const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - from.getTime()) / 1000);
 
 /**
@@ -140,18 +146,18 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
     const plans = await tx.selectFrom('plan').selectAll().where('id', 'in', planIds).orderBy('id').forUpdate().execute();
     const byId = new Map(plans.map((p) => [p.id, p]));
     const matching = unique.filter((r) => byId.get(r.plan)?.build === r.build);
-    let updated: { plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean }[] = [];
+    let updated: Updated[] = [];
     if (matching.length) {
       const values = sql.join(
         matching.map((r) => sql`(${r.plan}::text, ${r.machine}::text, ${r.at}::timestamptz, ${r.ok}::boolean, ${r.detail ?? null}::text)`),
       );
       updated = (
-        await sql<{ plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean }>`
+        await sql<Updated>`
           update plan_apply pa
              set reported_at = v.at, ok = v.ok, detail = v.detail
             from (values ${values}) as v(plan, machine, at, ok, detail)
-           where pa.plan = v.plan and pa.machine = v.machine and pa.reported_at is null
-       returning pa.plan, pa.machine, pa.tier, pa.sent_at, pa.reported_at, pa.ok`.execute(tx)
+           where pa.plan = v.plan and pa.machine = v.machine and pa.reported_at is null and pa.ok is null
+       returning pa.plan, pa.machine, pa.tier, pa.sent_at, pa.reported_at, pa.ok, pa.detail`.execute(tx)
       ).rows;
     }
     outcome.matched = updated.length;
@@ -182,10 +188,11 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
         const current = tiers.find((t) => t.plan === id && t.tier === plan.tier);
         if (!current) continue;
         if (current.failed > 0) {
-          await tx.updateTable('plan').set({ state: 'STOPPED', ended_at: now }).where('id', '=', id).execute();
+          const failed = updated.filter((r) => r.plan === id && !r.ok).sort((a, b) => byName(a.machine, b.machine));
+          const stopReason = failed[0] ? failedReportReason(failed[0].machine, failed[0].detail) : `tier ${plan.tier} has a failed apply`;
+          await tx.updateTable('plan').set({ state: 'STOPPED', ended_at: now, stop_reason: stopReason }).where('id', '=', id).execute();
           outcome.changed.push(id);
-          const failed = updated.filter((r) => r.plan === id && !r.ok).map((r) => r.machine);
-          mesh.logger.warn({ plan: id, tier: plan.tier, failed }, 'a machine reported a failed apply: plan stopped');
+          mesh.logger.warn({ plan: id, tier: plan.tier, failed: failed.map((r) => r.machine) }, 'a machine reported a failed apply: plan stopped');
           continue;
         }
         if (current.waiting > 0) continue;

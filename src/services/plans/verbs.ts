@@ -17,9 +17,9 @@ export const pushVerb = actingVerb(
   },
 );
 
-/** Halts an OPEN plan. */
+/** Halts an OPEN plan; its why is the plan's stopReason. */
 export const stopPlanVerb = actingVerb('stopPlan', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
-  const plan = await stopPlan(mesh, args.id);
+  const plan = await stopPlan(mesh, args.id, args.why);
   await leaveHandAct(mesh, args, call, 'stopPlan', plan.id);
   return plan;
 });
