@@ -168,3 +168,45 @@ test('statusChanges carries a plan whose stopReason changed as a changed plan', 
     changes.close();
   }
 });
+
+test('resumePlan sends the stopped tier’s failed machines the apply again, opens the plan, and the rollout goes on to DONE', async () => {
+  const plan = await mutate('push', `seat: "${seat}", build: "r-1", why: "release r-1"`);
+  await eventually(() => appliesOf(plan.id)[0], 'tier 0 applied');
+  report(m.a1, plan.id, 'r-1', false, 'port in use');
+  report(m.a2, plan.id, 'r-1', true);
+  await eventually(async () => {
+    const p = await planById(plan.id);
+    return p.state === 'STOPPED' && p.applies.every((a: { ok: boolean | null }) => a.ok !== null);
+  }, 'the plan STOPPED with both reports');
+  const before = (await planById(plan.id)).applies.find((a: { machine: string }) => a.machine === m.a1);
+
+  const resumed = await mutate('resumePlan', `id: "${plan.id}", why: "port freed on a1", cause: "port-in-use"`);
+  expect(resumed).toMatchObject({ id: plan.id, state: 'OPEN', tier: 0, stopReason: null, endedAt: null });
+  const a1 = resumed.applies.find((a: { machine: string }) => a.machine === m.a1);
+  expect(a1).toEqual({ tier: 0, machine: m.a1, sentAt: expect.any(String), reportedAt: null, ok: null, detail: null });
+  expect(Date.parse(a1.sentAt)).toBeGreaterThanOrEqual(Date.parse(before.sentAt));
+  expect(resumed.applies.find((a: { machine: string }) => a.machine === m.a2)).toMatchObject({ ok: true });
+  const retry = await eventually(() => appliesOf(plan.id)[1], 'the retry applied');
+  expect(retry).toEqual({ plan: plan.id, tier: 0, build: 'r-1', machines: [m.a1] });
+
+  report(m.a1, plan.id, 'r-1', true);
+  const next = await eventually(() => appliesOf(plan.id)[2], 'tier 1 applied');
+  expect(next).toEqual({ plan: plan.id, tier: 1, build: 'r-1', machines: [m.b1] });
+  report(m.b1, plan.id, 'r-1', true);
+  await eventually(async () => (await planById(plan.id)).state === 'DONE', 'the plan DONE');
+
+  const acts = (await gw.gql(`{ handActs(first: 1) { edges { node { act target why cause } } } }`)).data.handActs.edges.map((e: any) => e.node);
+  expect(acts).toEqual([{ act: 'resumePlan', target: plan.id, why: 'port freed on a1', cause: 'port-in-use' }]);
+});
+
+test('resumePlan refuses a plan that is not STOPPED', async () => {
+  const plan = await mutate('push', `seat: "${seat}", build: "r-2", why: "release r-2"`);
+  expect(await mutate('resumePlan', `id: "${plan.id}", why: "not stopped"`)).toEqual({
+    __typename: 'ConflictError',
+    code: 'CONFLICT',
+    message: `plan ${plan.id} is OPEN: only a STOPPED plan can be resumed`,
+  });
+  expect(await mutate('resumePlan', `id: "plan-none", why: "no such plan"`)).toMatchObject({ __typename: 'NotFoundError' });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(appliesOf(plan.id)).toHaveLength(1);
+});

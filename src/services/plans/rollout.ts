@@ -10,7 +10,7 @@ import type { MeshEvents } from '../events.js';
 import { readTiers } from './plan.js';
 import { defaultTiers } from './tiers.js';
 
-type Tx = Transaction<DB>;
+export type Tx = Transaction<DB>;
 
 /** What a rollout needs of the mesh: the store, the bus to publish applies on, and the replica's events. */
 export interface RolloutMesh {
@@ -55,7 +55,7 @@ export interface ReportsApplied {
  * Starts the first tier from `from` that names a machine: writes its plan_apply rows, moves the
  * plan to it and answers the apply to publish. No such tier: the plan is DONE, and undefined.
  */
-async function startTier(tx: Tx, plan: { id: string; build: string; tiers: string[][] }, from: number, now: Date): Promise<ApplyMessage | undefined> {
+export async function startTier(tx: Tx, plan: { id: string; build: string; tiers: string[][] }, from: number, now: Date): Promise<ApplyMessage | undefined> {
   let tier = from;
   while (tier < plan.tiers.length && plan.tiers[tier].length === 0) tier++;
   if (tier >= plan.tiers.length) {
@@ -76,7 +76,8 @@ async function startTier(tx: Tx, plan: { id: string; build: string; tiers: strin
   return { plan: plan.id, tier, build: plan.build, machines };
 }
 
-function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): void {
+/** Publishes each apply on `<subjects>.plan.<id>.apply`; after commit. */
+export function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): void {
   for (const apply of applies) {
     mesh.bus.nc.publish(mesh.subjects.planApply(apply.plan), JSON.stringify(apply));
     mesh.logger.info({ plan: apply.plan, tier: apply.tier, machines: apply.machines.length }, 'plan tier applied');
