@@ -210,3 +210,26 @@ test('resumePlan refuses a plan that is not STOPPED', async () => {
   await new Promise((resolve) => setTimeout(resolve, 100));
   expect(appliesOf(plan.id)).toHaveLength(1);
 });
+
+test('a plan queued behind another opens and rolls out when that one ends DONE, and one pushed behind a DONE plan opens at once', async () => {
+  const ahead = await mutate('push', `seat: "${seat}", build: "q-1", tiers: ${tiersArg([[m.a1]])}, why: "release q-1"`);
+  await eventually(() => appliesOf(ahead.id)[0], 'the plan ahead applied');
+  const pushed = await gw.gql(
+    `mutation { push(seat: "${seat}", build: "q-2", behind: "${ahead.id}", tiers: ${tiersArg([[m.b1]])}, why: "after q-1") { ... on MutationPushSuccess { data { id state openedAt } } } }`,
+  );
+  const behind = pushed.data.push.data;
+  expect(behind).toMatchObject({ state: 'QUEUED', openedAt: null });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(appliesOf(behind.id)).toEqual([]);
+
+  report(m.a1, ahead.id, 'q-1', true);
+  const first = await eventually(() => appliesOf(behind.id)[0], 'the queued plan applied');
+  expect(first).toEqual({ plan: behind.id, tier: 0, build: 'q-2', machines: [m.b1] });
+  const { data } = await gw.gql(`{ plans(first: 1000) { id state openedAt } }`);
+  expect(data.plans.find((p: { id: string }) => p.id === ahead.id)).toMatchObject({ state: 'DONE' });
+  expect(data.plans.find((p: { id: string }) => p.id === behind.id)).toMatchObject({ state: 'OPEN', openedAt: expect.any(String) });
+
+  const afterDone = await mutate('push', `seat: "${seat}", build: "q-3", behind: "${ahead.id}", tiers: ${tiersArg([[m.a2]])}, why: "behind a DONE plan"`);
+  expect(afterDone).toMatchObject({ state: 'OPEN' });
+  await eventually(() => appliesOf(afterDone.id)[0], 'the plan behind a DONE plan applied');
+});

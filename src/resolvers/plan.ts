@@ -17,7 +17,7 @@ builder.mutationFields((t) => ({
   push: t.field({
     type: PlanRef,
     description:
-      "Plans a build's rollout to a seat's holders: in the tiers given, else one tier per site in name order. Behind a plan not yet CLOSED it waits QUEUED.",
+      "Plans a build's rollout to a seat's holders: in the tiers given, else one tier per site in name order. Behind a plan not yet DONE or CLOSED it waits QUEUED.",
     ...verbMutation(t, pushVerb),
   }),
   stopPlan: t.field({

@@ -6,7 +6,7 @@ import type { MeshEvents } from '../events.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import { seatByName } from '../seats/seats.js';
 import { newPlanId, type Plan, toPlan } from './plan.js';
-import { openRollouts, type RolloutMesh } from './rollout.js';
+import { openRollouts, type RolloutMesh, releaseQueuedBehind } from './rollout.js';
 import { checkTierHolders, checkTiers, defaultTiers } from './tiers.js';
 
 export interface PushRequest {
@@ -36,7 +36,7 @@ async function announce(mesh: PlansMesh, changed: string[], opened: string[]): P
 
 /**
  * Creates a plan rolling `build` out to the seat (name or alias) in tiers: those given, else one
- * per site of the seat's holders. Pushed behind a plan that is not CLOSED it waits QUEUED; else it
+ * per site of the seat's holders. Pushed behind a plan not yet DONE or CLOSED it waits QUEUED; else it
  * is OPEN at once. Refuses a seat without holders, an unknown machine or plan, a malformed name,
  * a tier machine that does not hold the seat (Conflict).
  */
@@ -56,7 +56,7 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
     if (request.behind != null) {
       const ahead = await tx.selectFrom('plan').select(['id', 'state']).where('id', '=', request.behind).forUpdate().executeTakeFirst();
       if (!ahead) throw new NotFound('plan', request.behind);
-      open = ahead.state === 'CLOSED';
+      open = ahead.state === 'DONE' || ahead.state === 'CLOSED';
     }
     const row = await tx
       .insertInto('plan')
@@ -112,14 +112,7 @@ export async function closePlan(mesh: PlansMesh, id: string): Promise<Plan> {
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    const released = await tx
-      .updateTable('plan')
-      .set({ state: 'OPEN', opened_at: sql<Date>`now()` })
-      .where('behind', '=', id)
-      .where('state', '=', 'QUEUED')
-      .returning('id')
-      .execute();
-    return { plan: toPlan(closed), opened: released.map((r) => r.id) };
+    return { plan: toPlan(closed), opened: await releaseQueuedBehind(tx, id) };
   });
   await announce(mesh, [plan.id, ...opened], opened);
   return plan;

@@ -3,7 +3,7 @@ import { Conflict, NotFound } from '../../kernel/errors.js';
 import { byName, checkName } from '../../kernel/names.js';
 import { type Plan, readTiers, toPlan } from './plan.js';
 import type { PlansMesh } from './plans.js';
-import { type ApplyMessage, openRollouts, publishApplies, startTier } from './rollout.js';
+import { type ApplyMessage, announceOpened, openRollouts, publishApplies, startTier } from './rollout.js';
 
 /**
  * Resumes a STOPPED plan (Conflict in any other state): in one transaction, the stopped tier's
@@ -15,13 +15,14 @@ import { type ApplyMessage, openRollouts, publishApplies, startTier } from './ro
  */
 export async function resumePlan(mesh: PlansMesh, id: string): Promise<Plan> {
   checkName(id, 'id');
-  const { plan, apply, begin } = await mesh.db.transaction().execute(async (tx) => {
+  const { plan, apply, opened, begin } = await mesh.db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('plan').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
     if (!row) throw new NotFound('plan', id);
     if (row.state !== 'STOPPED') throw new Conflict(`plan ${id} is ${row.state}: only a STOPPED plan can be resumed`);
     await tx.updateTable('plan').set({ state: 'OPEN', stop_reason: null, ended_at: null }).where('id', '=', id).execute();
     const now = new Date();
     let apply: ApplyMessage | undefined;
+    let opened: string[] = [];
     if (row.tier_started_at) {
       const retried = await tx
         .updateTable('plan_apply')
@@ -40,14 +41,15 @@ export async function resumePlan(mesh: PlansMesh, id: string): Promise<Plan> {
           .where('plan', '=', id)
           .where('tier', '=', row.tier)
           .executeTakeFirstOrThrow();
-        if (waiting === 0) apply = await startTier(tx, { id, build: row.build, tiers: readTiers(row.tiers) }, row.tier + 1, now);
+        if (waiting === 0) ({ apply, opened } = await startTier(tx, { id, build: row.build, tiers: readTiers(row.tiers) }, row.tier + 1, now));
       }
     }
     const plan = toPlan(await tx.selectFrom('plan').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
-    return { plan, apply, begin: !row.tier_started_at };
+    return { plan, apply, opened, begin: !row.tier_started_at };
   });
   if (apply) publishApplies(mesh, [apply]);
   mesh.events.emit('plan-changed', id);
   if (begin) await openRollouts(mesh, [id]);
+  await announceOpened(mesh, opened);
   return plan;
 }

@@ -49,13 +49,37 @@ export interface ReportsApplied {
   /** Plans whose state or tier changed. */
   changed: string[];
   applies: ApplyMessage[];
+  /** Plans queued behind one that became DONE, opened (their rollouts started after commit). */
+  opened: string[];
+}
+
+/**
+ * Opens every plan QUEUED behind `id` (OPEN, opened now), in the caller's transaction: when `id`
+ * is DONE or CLOSED. Answers the plans opened, whose rollouts the caller starts after commit.
+ */
+export async function releaseQueuedBehind(tx: Tx, id: string): Promise<string[]> {
+  const released = await tx
+    .updateTable('plan')
+    .set({ state: 'OPEN', opened_at: sql<Date>`now()` })
+    .where('behind', '=', id)
+    .where('state', '=', 'QUEUED')
+    .returning('id')
+    .execute();
+  return released.map((r) => r.id);
+}
+
+/** What starting a tier did: the apply to publish, or none when the plan is DONE, and the plans that opened behind it then. */
+export interface TierStarted {
+  apply: ApplyMessage | undefined;
+  opened: string[];
 }
 
 /**
  * Starts the first tier from `from` that names a machine: writes its plan_apply rows, moves the
- * plan to it and answers the apply to publish. No such tier: the plan is DONE, and undefined.
+ * plan to it and answers the apply to publish. No such tier: the plan is DONE and the plans queued
+ * behind it open (their rollouts are started after commit, by `announceOpened`).
  */
-export async function startTier(tx: Tx, plan: { id: string; build: string; tiers: string[][] }, from: number, now: Date): Promise<ApplyMessage | undefined> {
+export async function startTier(tx: Tx, plan: { id: string; build: string; tiers: string[][] }, from: number, now: Date): Promise<TierStarted> {
   let tier = from;
   while (tier < plan.tiers.length && plan.tiers[tier].length === 0) tier++;
   if (tier >= plan.tiers.length) {
@@ -64,7 +88,7 @@ export async function startTier(tx: Tx, plan: { id: string; build: string; tiers
       .set({ state: 'DONE', tier: Math.max(plan.tiers.length - 1, 0), ended_at: now })
       .where('id', '=', plan.id)
       .execute();
-    return undefined;
+    return { apply: undefined, opened: await releaseQueuedBehind(tx, plan.id) };
   }
   const machines = [...new Set(plan.tiers[tier])];
   await tx
@@ -73,7 +97,19 @@ export async function startTier(tx: Tx, plan: { id: string; build: string; tiers
     .onConflict((oc) => oc.columns(['plan', 'machine']).doNothing())
     .execute();
   await tx.updateTable('plan').set({ tier, tier_started_at: now }).where('id', '=', plan.id).execute();
-  return { plan: plan.id, tier, build: plan.build, machines };
+  return { apply: { plan: plan.id, tier, build: plan.build, machines }, opened: [] };
+}
+
+/**
+ * After commit: tells the replica of the plans that opened behind one that ended, and starts their
+ * rollouts — the same explicit call closePlan makes.
+ */
+export async function announceOpened(mesh: RolloutMesh, opened: readonly string[]): Promise<void> {
+  for (const id of opened) {
+    mesh.events.emit('plan-changed', id);
+    mesh.events.emit('plan-opened', id);
+  }
+  await openRollouts(mesh, opened);
 }
 
 /** Publishes each apply on `<subjects>.plan.<id>.apply`; after commit. */
@@ -90,9 +126,9 @@ export function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage
  * is locked, and a plan whose rollout has begun is left alone. Answers the apply sent, if any.
  */
 async function openRollout(mesh: RolloutMesh, planId: string): Promise<ApplyMessage | undefined> {
-  const { apply, changed } = await mesh.db.transaction().execute(async (tx) => {
+  const { apply, opened, changed } = await mesh.db.transaction().execute(async (tx) => {
     const plan = await tx.selectFrom('plan').selectAll().where('id', '=', planId).forUpdate().executeTakeFirst();
-    if (plan?.state !== 'OPEN' || plan.tier_started_at) return { apply: undefined, changed: false };
+    if (plan?.state !== 'OPEN' || plan.tier_started_at) return { apply: undefined, opened: [], changed: false };
     let tiers = readTiers(plan.tiers);
     if (tiers.length === 0) {
       tiers = await defaultTiers(tx, plan.seat);
@@ -102,11 +138,12 @@ async function openRollout(mesh: RolloutMesh, planId: string): Promise<ApplyMess
         .where('id', '=', plan.id)
         .execute();
     }
-    const apply = await startTier(tx, { id: plan.id, build: plan.build, tiers }, plan.tier ?? 0, new Date());
-    return { apply, changed: true };
+    const started = await startTier(tx, { id: plan.id, build: plan.build, tiers }, plan.tier ?? 0, new Date());
+    return { ...started, changed: true };
   });
   if (apply) publishApplies(mesh, [apply]);
   if (changed) mesh.events.emit('plan-changed', planId);
+  await announceOpened(mesh, opened);
   return apply;
 }
 
@@ -131,11 +168,11 @@ const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - from.getTi
  * Applies machines' reports in one transaction, whichever replica heard them: ends each machine's
  * apply (its first report; the apply duration), stops a plan on a failed report (STOPPED), and
  * when every machine of an open plan's tier reported ok, records the tier's duration and starts
- * the next tier, or after the last marks the plan DONE. The plans are locked in id order, so
+ * the next tier, or after the last marks the plan DONE and opens the plans queued behind it. The plans are locked in id order, so
  * replicas applying reports of one plan at once take turns. Applies are published after commit.
  */
 export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]): Promise<ReportsApplied> {
-  const outcome: ReportsApplied = { matched: 0, unmatched: 0, durations: [], changed: [], applies: [] };
+  const outcome: ReportsApplied = { matched: 0, unmatched: 0, durations: [], changed: [], applies: [], opened: [] };
   if (reports.length === 0) return outcome;
   const unique = firstReports(reports);
   outcome.unmatched = reports.length - unique.length;
@@ -144,6 +181,7 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
     outcome.durations = [];
     outcome.changed = [];
     outcome.applies = [];
+    outcome.opened = [];
     const plans = await tx.selectFrom('plan').selectAll().where('id', 'in', planIds).orderBy('id').forUpdate().execute();
     const byId = new Map(plans.map((p) => [p.id, p]));
     const matching = unique.filter((r) => byId.get(r.plan)?.build === r.build);
@@ -206,8 +244,9 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
             heardAt: finishedAt,
           });
         }
-        const apply = await startTier(tx, { id, build: plan.build, tiers: readTiers(plan.tiers) }, plan.tier + 1, now);
+        const { apply, opened } = await startTier(tx, { id, build: plan.build, tiers: readTiers(plan.tiers) }, plan.tier + 1, now);
         if (apply) outcome.applies.push(apply);
+        outcome.opened.push(...opened);
         outcome.changed.push(id);
       }
     }
@@ -215,6 +254,7 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
   });
   publishApplies(mesh, outcome.applies);
   for (const id of outcome.changed) mesh.events.emit('plan-changed', id);
+  await announceOpened(mesh, outcome.opened);
   return outcome;
 }
 
