@@ -3,7 +3,8 @@ import { PLAN_STATES, type Plan } from '../services/plans/plan.js';
 import { builder } from './builder.js';
 
 export const PlanStateEnum = builder.enumType('PlanState', {
-  description: 'QUEUED behind another plan until it is DONE or closed; OPEN rolling out; STOPPED by hand, a failed report or a time-out, until resumed or closed; DONE after its last tier; CLOSED.',
+  description:
+    'QUEUED behind another plan until it is DONE or closed; OPEN rolling out; STOPPED by hand, a failed report or a time-out, until resumed or closed; DONE after its last tier; CLOSED.',
   values: PLAN_STATES,
 });
 
