@@ -10,7 +10,7 @@ import type { MeshEvents } from '../events.js';
 import { readTiers } from './plan.js';
 import { defaultTiers } from './tiers.js';
 
-export type Tx = Transaction<DB>;
+type Tx = Transaction<DB>;
 
 /** What a rollout needs of the mesh: the store, the bus to publish applies on, and the replica's events. */
 export interface RolloutMesh {
@@ -168,8 +168,9 @@ const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - from.getTi
  * Applies machines' reports in one transaction, whichever replica heard them: ends each machine's
  * apply (its first report; the apply duration), stops a plan on a failed report (STOPPED), and
  * when every machine of an open plan's tier reported ok, records the tier's duration and starts
- * the next tier, or after the last marks the plan DONE and opens the plans queued behind it. The plans are locked in id order, so
- * replicas applying reports of one plan at once take turns. Applies are published after commit.
+ * the next tier, or after the last marks the plan DONE and opens the plans queued behind it. The
+ * plans are locked in id order, so replicas applying reports of one plan at once take turns.
+ * Applies are published, and the rollouts of plans opened started, after commit.
  */
 export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]): Promise<ReportsApplied> {
   const outcome: ReportsApplied = { matched: 0, unmatched: 0, durations: [], changed: [], applies: [], opened: [] };
