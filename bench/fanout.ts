@@ -34,14 +34,14 @@ const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 
 const FIELDS = `{ seq composedAt tookMs trigger machines { name site state lastHeardAt modules holdings { seat module derived } }
   seats { name held holders { machine module site derived } } unheldSeats callsRunning handActsThisWeek
-  repeatedCauses { cause count firstAt lastAt } plans { id seat build state tier tiers behind openedAt endedAt } }`;
+  repeatedCauses { cause count firstAt lastAt } plans { id seat build state tier tiers behind openedAt endedAt stopReason } }`;
 const STATUS_QUERY = `query Status { status ${FIELDS} }`;
 const STATUS_SUBSCRIPTION = `subscription Status { status ${FIELDS} }`;
 const LIST = (item: string) => `{ added { ${item} } addedAt changed { ${item} } removed order }`;
 const CHANGES_SUBSCRIPTION = `subscription Changes { statusChanges { seq baseSeq full ${FIELDS} delta { seq baseSeq composedAt tookMs trigger
   machines ${LIST('name site state lastHeardAt modules holdings { seat module derived }')}
   seats ${LIST('name held holders { machine module site derived }')}
-  plans ${LIST('id seat build state tier tiers behind openedAt endedAt')}
+  plans ${LIST('id seat build state tier tiers behind openedAt endedAt stopReason')}
   repeatedCauses ${LIST('cause count firstAt lastAt')}
   unheldSeats { added addedAt removed order } callsRunning handActsThisWeek } } }`;
 

@@ -14,6 +14,7 @@ import { MeshEvents } from './services/events.js';
 import { startHandActView } from './services/hand-acts/hand-acts.js';
 import type { Mesh } from './services/mesh.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
+import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
@@ -88,10 +89,12 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const pruning = startDurationPruning(mesh);
     const news = startNewsIngest(mesh);
     const composer = startComposer(mesh);
+    const applyTimeouts = startApplyTimeouts(mesh);
     stops.push(
       () => pruning.stop(),
       () => news.stop(),
       () => composer.stop(),
+      () => applyTimeouts.stop(),
     );
     const http = buildHttpApp({ schema, mesh, access, logger });
     const url = await http.start(host, config.port);

@@ -14,6 +14,7 @@ import * as machines from '../src/services/machines/machines.js';
 import * as ingest from '../src/services/news/ingest.js';
 import * as wire from '../src/services/news/wire.js';
 import * as plan from '../src/services/plans/plan.js';
+import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as composer from '../src/services/status/composer.js';
 import * as feed from '../src/services/status/feed.js';
@@ -36,6 +37,7 @@ const modules = [
   ingest,
   wire,
   plan,
+  timeouts,
   leases,
   composer,
   feed,

@@ -12,13 +12,13 @@ const OPERATOR = 'Bearer operator-token-2';
 
 const STATUS = `subscription { status { seq composedAt tookMs trigger machines { name site state lastHeardAt modules holdings { seat module derived } }
   seats { name held holders { machine module site derived } } unheldSeats callsRunning handActsThisWeek
-  repeatedCauses { cause count firstAt lastAt } plans { id seat build state tier tiers behind openedAt endedAt } } }`;
+  repeatedCauses { cause count firstAt lastAt } plans { id seat build state tier tiers behind openedAt endedAt stopReason } } }`;
 const STATUS_FIELDS = STATUS.slice(STATUS.indexOf('status {') + 'status '.length, -2);
 const LIST = (item: string) => `{ added { ${item} } addedAt changed { ${item} } removed order }`;
 const CHANGES = `subscription { statusChanges { seq baseSeq full ${STATUS_FIELDS} delta { seq baseSeq composedAt tookMs trigger
   machines ${LIST('name site state lastHeardAt modules holdings { seat module derived }')}
   seats ${LIST('name held holders { machine module site derived }')}
-  plans ${LIST('id seat build state tier tiers behind openedAt endedAt')}
+  plans ${LIST('id seat build state tier tiers behind openedAt endedAt stopReason')}
   repeatedCauses ${LIST('cause count firstAt lastAt')}
   unheldSeats { added addedAt removed order } callsRunning handActsThisWeek } } }`;
 

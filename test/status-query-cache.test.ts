@@ -12,7 +12,7 @@ const OPERATOR = 'Bearer operator-token-2';
 const NO_READ = 'Bearer actor-token-3';
 const STATUS = `query Status { status { seq composedAt tookMs trigger machines { name site state lastHeardAt modules holdings { seat module derived } }
   seats { name held holders { machine module site derived } } unheldSeats callsRunning handActsThisWeek
-  repeatedCauses { cause count firstAt lastAt } plans { id seat build state tier tiers behind openedAt endedAt } } }`;
+  repeatedCauses { cause count firstAt lastAt } plans { id seat build state tier tiers behind openedAt endedAt stopReason } } }`;
 
 let env: TestEnv;
 let gateway: TestGateway;

@@ -2,6 +2,7 @@ import DataLoader from 'dataloader';
 import type { Loaders } from '../schema/context.js';
 import { machinesByNames } from '../services/machines/machines.js';
 import type { Mesh } from '../services/mesh.js';
+import { appliesOfPlans } from '../services/plans/applies.js';
 import { type Holding, listHoldings } from '../services/seats/holdings.js';
 import { aliasesOfSeats, seatsByNames } from '../services/seats/seats.js';
 
@@ -20,5 +21,6 @@ export function createLoaders(mesh: Mesh): Loaders {
     holdingsBySeat: new DataLoader(async (seats) => groupBy(await listHoldings(db, { seats }), seats, (h) => h.seat)),
     holdingsByMachine: new DataLoader(async (machines) => groupBy(await listHoldings(db, { machines }), machines, (h) => h.machine)),
     aliasesBySeat: new DataLoader((seats) => aliasesOfSeats(db, seats)),
+    appliesByPlan: new DataLoader((plans) => appliesOfPlans(db, plans)),
   };
 }

@@ -1,7 +1,7 @@
 import { builder } from '../schema/builder.js';
 import { PlanRef, PlanStateEnum } from '../schema/plan.js';
 import { listPlans, PLANS_LISTED_DEFAULT, PLANS_LISTED_MAX } from '../services/plans/plan.js';
-import { closePlanVerb, pushVerb, stopPlanVerb } from '../services/plans/verbs.js';
+import { closePlanVerb, pushVerb, resumePlanVerb, stopPlanVerb } from '../services/plans/verbs.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -17,13 +17,19 @@ builder.mutationFields((t) => ({
   push: t.field({
     type: PlanRef,
     description:
-      "Plans a build's rollout to a seat's holders: in the tiers given, else one tier per site in name order. Behind a plan not yet CLOSED it waits QUEUED.",
+      "Plans a build's rollout to a seat's holders: in the tiers given, else one tier per site in name order. Behind a plan not yet DONE or CLOSED it waits QUEUED.",
     ...verbMutation(t, pushVerb),
   }),
   stopPlan: t.field({
     type: PlanRef,
     description: 'Halts an OPEN plan (STOPPED).',
     ...verbMutation(t, stopPlanVerb),
+  }),
+  resumePlan: t.field({
+    type: PlanRef,
+    description:
+      "Resumes a STOPPED plan: its stopped tier's failed machines are sent the apply again, the plan is OPEN again (stopReason cleared) and its rollout goes on.",
+    ...verbMutation(t, resumePlanVerb),
   }),
   closePlan: t.field({
     type: PlanRef,

@@ -45,17 +45,18 @@ export const SeatStatusRef = builder.objectRef<SeatStatus>('SeatStatus').impleme
 });
 
 export const PlanStatusRef = builder.objectRef<PlanStatus>('PlanStatus').implement({
-  description: 'A plan not yet ended (QUEUED or OPEN) as one composition saw it.',
+  description: 'A plan not yet over (QUEUED, OPEN, or STOPPED until it is closed or resumed) as one composition saw it.',
   fields: (t) => ({
     id: t.exposeID('id'),
     seat: t.exposeString('seat'),
     build: t.exposeString('build'),
-    state: t.exposeString('state', { description: 'QUEUED or OPEN.' }),
+    state: t.exposeString('state', { description: 'QUEUED, OPEN or STOPPED.' }),
     tier: t.exposeInt('tier', { description: 'The tier being applied, from 0.' }),
     tiers: t.field({ type: t.listRef(t.listRef('String')), description: 'The machines of each tier, in the order applied.', resolve: (p) => p.tiers }),
     behind: t.exposeString('behind', { nullable: true }),
     openedAt: t.field({ type: 'DateTime', nullable: true, resolve: (p) => p.openedAt }),
     endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (p) => p.endedAt }),
+    stopReason: t.exposeString('stopReason', { nullable: true, description: 'Why a STOPPED plan stopped; null otherwise.' }),
   }),
 });
 

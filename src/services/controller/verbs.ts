@@ -4,7 +4,7 @@ import { resetConsumerVerb } from '../consumers/verbs.js';
 import { durationsVerb } from '../durations/verbs.js';
 import { handActsVerb, recordHandActVerb, repeatedCausesVerb } from '../hand-acts/verbs.js';
 import type { Mesh } from '../mesh.js';
-import { closePlanVerb, plansVerb, pushVerb, stopPlanVerb } from '../plans/verbs.js';
+import { closePlanVerb, plansVerb, pushVerb, resumePlanVerb, stopPlanVerb } from '../plans/verbs.js';
 import type { Verb } from '../seats/protocol.js';
 import { statusVerb } from '../status/verbs.js';
 
@@ -16,6 +16,7 @@ import { statusVerb } from '../status/verbs.js';
 const REGISTERED_VERBS: readonly AnyControllerVerb<Mesh>[] = [
   pushVerb,
   stopPlanVerb,
+  resumePlanVerb,
   closePlanVerb,
   resetConsumerVerb,
   recordHandActVerb,

@@ -28,6 +28,8 @@ export interface Plan {
   createdAt: Date;
   openedAt: Date | null;
   endedAt: Date | null;
+  /** Why it stopped, while STOPPED: a machine's failed report, a time-out, or stopPlan's why. */
+  stopReason: string | null;
 }
 
 const date = (value: Date | string | null) => (value === null ? null : new Date(value));
@@ -44,6 +46,7 @@ export function toPlan(row: Selectable<PlanTable>): Plan {
     createdAt: new Date(row.created_at),
     openedAt: date(row.opened_at),
     endedAt: date(row.ended_at),
+    stopReason: row.stop_reason ?? null,
   };
 }
 

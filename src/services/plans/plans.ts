@@ -6,8 +6,8 @@ import type { MeshEvents } from '../events.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import { seatByName } from '../seats/seats.js';
 import { newPlanId, type Plan, toPlan } from './plan.js';
-import { openRollouts, type RolloutMesh } from './rollout.js';
-import { checkTiers, defaultTiers } from './tiers.js';
+import { openRollouts, type RolloutMesh, releaseQueuedBehind } from './rollout.js';
+import { checkTierHolders, checkTiers, defaultTiers } from './tiers.js';
 
 export interface PushRequest {
   seat: string;
@@ -36,8 +36,9 @@ async function announce(mesh: PlansMesh, changed: string[], opened: string[]): P
 
 /**
  * Creates a plan rolling `build` out to the seat (name or alias) in tiers: those given, else one
- * per site of the seat's holders. Pushed behind a plan that is not CLOSED it waits QUEUED; else it
- * is OPEN at once. Refuses a seat without holders, an unknown machine or plan, a malformed name.
+ * per site of the seat's holders. Pushed behind a plan not yet DONE or CLOSED it waits QUEUED; else it
+ * is OPEN at once. Refuses a seat without holders, an unknown machine or plan, a malformed name,
+ * a tier machine that does not hold the seat (Conflict).
  */
 export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan> {
   checkName(request.seat, 'seat');
@@ -45,13 +46,17 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
   if (request.behind != null) checkName(request.behind, 'behind');
   const plan = await mesh.db.transaction().execute(async (tx) => {
     const seat = await seatByName(tx, mesh.catalogue, request.seat);
-    const tiers = request.tiers != null ? await checkTiers(tx, request.tiers) : await defaultTiers(tx, seat.name);
+    let tiers: string[][];
+    if (request.tiers != null) {
+      tiers = await checkTiers(tx, request.tiers);
+      await checkTierHolders(tx, seat.name, tiers);
+    } else tiers = await defaultTiers(tx, seat.name);
     if (tiers.length === 0) throw new Conflict(`seat ${JSON.stringify(seat.name)} has no holders to push ${request.build} to; give tiers`);
     let open = true;
     if (request.behind != null) {
       const ahead = await tx.selectFrom('plan').select(['id', 'state']).where('id', '=', request.behind).forUpdate().executeTakeFirst();
       if (!ahead) throw new NotFound('plan', request.behind);
-      open = ahead.state === 'CLOSED';
+      open = ahead.state === 'DONE' || ahead.state === 'CLOSED';
     }
     const row = await tx
       .insertInto('plan')
@@ -72,8 +77,8 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
   return plan;
 }
 
-/** Halts an OPEN plan (STOPPED); Conflict for a plan in any other state. */
-export async function stopPlan(mesh: PlansMesh, id: string): Promise<Plan> {
+/** Halts an OPEN plan (STOPPED), keeping `why` as its stopReason; Conflict for a plan in any other state. */
+export async function stopPlan(mesh: PlansMesh, id: string, why: string): Promise<Plan> {
   checkName(id, 'id');
   const plan = await mesh.db.transaction().execute(async (tx) => {
     const current = await tx.selectFrom('plan').select('state').where('id', '=', id).forUpdate().executeTakeFirst();
@@ -81,7 +86,7 @@ export async function stopPlan(mesh: PlansMesh, id: string): Promise<Plan> {
     if (current.state !== 'OPEN') throw new Conflict(`plan ${id} is ${current.state}: only an OPEN plan can be stopped`);
     const row = await tx
       .updateTable('plan')
-      .set({ state: 'STOPPED', ended_at: sql<Date>`now()` })
+      .set({ state: 'STOPPED', ended_at: sql<Date>`now()`, stop_reason: why })
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -107,14 +112,7 @@ export async function closePlan(mesh: PlansMesh, id: string): Promise<Plan> {
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    const released = await tx
-      .updateTable('plan')
-      .set({ state: 'OPEN', opened_at: sql<Date>`now()` })
-      .where('behind', '=', id)
-      .where('state', '=', 'QUEUED')
-      .returning('id')
-      .execute();
-    return { plan: toPlan(closed), opened: released.map((r) => r.id) };
+    return { plan: toPlan(closed), opened: await releaseQueuedBehind(tx, id) };
   });
   await announce(mesh, [plan.id, ...opened], opened);
   return plan;

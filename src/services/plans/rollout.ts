@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { byName } from '../../kernel/names.js';
 import type { Store } from '../../store/db.js';
 import type { DB } from '../../store/tables.js';
 import { type Duration, recordDurations } from '../durations/durations.js';
@@ -48,13 +49,37 @@ export interface ReportsApplied {
   /** Plans whose state or tier changed. */
   changed: string[];
   applies: ApplyMessage[];
+  /** Plans queued behind one that became DONE, opened (their rollouts started after commit). */
+  opened: string[];
+}
+
+/**
+ * Opens every plan QUEUED behind `id` (OPEN, opened now), in the caller's transaction: when `id`
+ * is DONE or CLOSED. Answers the plans opened, whose rollouts the caller starts after commit.
+ */
+export async function releaseQueuedBehind(tx: Tx, id: string): Promise<string[]> {
+  const released = await tx
+    .updateTable('plan')
+    .set({ state: 'OPEN', opened_at: sql<Date>`now()` })
+    .where('behind', '=', id)
+    .where('state', '=', 'QUEUED')
+    .returning('id')
+    .execute();
+  return released.map((r) => r.id);
+}
+
+/** What starting a tier did: the apply to publish, or none when the plan is DONE, and the plans that opened behind it then. */
+export interface TierStarted {
+  apply: ApplyMessage | undefined;
+  opened: string[];
 }
 
 /**
  * Starts the first tier from `from` that names a machine: writes its plan_apply rows, moves the
- * plan to it and answers the apply to publish. No such tier: the plan is DONE, and undefined.
+ * plan to it and answers the apply to publish. No such tier: the plan is DONE and the plans queued
+ * behind it open (their rollouts are started after commit, by `announceOpened`).
  */
-async function startTier(tx: Tx, plan: { id: string; build: string; tiers: string[][] }, from: number, now: Date): Promise<ApplyMessage | undefined> {
+export async function startTier(tx: Tx, plan: { id: string; build: string; tiers: string[][] }, from: number, now: Date): Promise<TierStarted> {
   let tier = from;
   while (tier < plan.tiers.length && plan.tiers[tier].length === 0) tier++;
   if (tier >= plan.tiers.length) {
@@ -63,7 +88,7 @@ async function startTier(tx: Tx, plan: { id: string; build: string; tiers: strin
       .set({ state: 'DONE', tier: Math.max(plan.tiers.length - 1, 0), ended_at: now })
       .where('id', '=', plan.id)
       .execute();
-    return undefined;
+    return { apply: undefined, opened: await releaseQueuedBehind(tx, plan.id) };
   }
   const machines = [...new Set(plan.tiers[tier])];
   await tx
@@ -72,10 +97,23 @@ async function startTier(tx: Tx, plan: { id: string; build: string; tiers: strin
     .onConflict((oc) => oc.columns(['plan', 'machine']).doNothing())
     .execute();
   await tx.updateTable('plan').set({ tier, tier_started_at: now }).where('id', '=', plan.id).execute();
-  return { plan: plan.id, tier, build: plan.build, machines };
+  return { apply: { plan: plan.id, tier, build: plan.build, machines }, opened: [] };
 }
 
-function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): void {
+/**
+ * After commit: tells the replica of the plans that opened behind one that ended, and starts their
+ * rollouts — the same explicit call closePlan makes.
+ */
+export async function announceOpened(mesh: RolloutMesh, opened: readonly string[]): Promise<void> {
+  for (const id of opened) {
+    mesh.events.emit('plan-changed', id);
+    mesh.events.emit('plan-opened', id);
+  }
+  await openRollouts(mesh, opened);
+}
+
+/** Publishes each apply on `<subjects>.plan.<id>.apply`; after commit. */
+export function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): void {
   for (const apply of applies) {
     mesh.bus.nc.publish(mesh.subjects.planApply(apply.plan), JSON.stringify(apply));
     mesh.logger.info({ plan: apply.plan, tier: apply.tier, machines: apply.machines.length }, 'plan tier applied');
@@ -88,9 +126,9 @@ function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): vo
  * is locked, and a plan whose rollout has begun is left alone. Answers the apply sent, if any.
  */
 async function openRollout(mesh: RolloutMesh, planId: string): Promise<ApplyMessage | undefined> {
-  const { apply, changed } = await mesh.db.transaction().execute(async (tx) => {
+  const { apply, opened, changed } = await mesh.db.transaction().execute(async (tx) => {
     const plan = await tx.selectFrom('plan').selectAll().where('id', '=', planId).forUpdate().executeTakeFirst();
-    if (plan?.state !== 'OPEN' || plan.tier_started_at) return { apply: undefined, changed: false };
+    if (plan?.state !== 'OPEN' || plan.tier_started_at) return { apply: undefined, opened: [], changed: false };
     let tiers = readTiers(plan.tiers);
     if (tiers.length === 0) {
       tiers = await defaultTiers(tx, plan.seat);
@@ -100,11 +138,12 @@ async function openRollout(mesh: RolloutMesh, planId: string): Promise<ApplyMess
         .where('id', '=', plan.id)
         .execute();
     }
-    const apply = await startTier(tx, { id: plan.id, build: plan.build, tiers }, plan.tier ?? 0, new Date());
-    return { apply, changed: true };
+    const started = await startTier(tx, { id: plan.id, build: plan.build, tiers }, plan.tier ?? 0, new Date());
+    return { ...started, changed: true };
   });
   if (apply) publishApplies(mesh, [apply]);
   if (changed) mesh.events.emit('plan-changed', planId);
+  await announceOpened(mesh, opened);
   return apply;
 }
 
@@ -118,17 +157,23 @@ function firstReports(reports: readonly Report[]): Report[] {
   return [...first.values()];
 }
 
+type Updated = { plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean; detail: string | null };
+
+/** A plan's stopReason after a machine's failed report: `machine X reported a failed apply: <detail>` (no colon without a detail). */
+const failedReportReason = (machine: string, detail: string | null): string => `machine ${machine} reported a failed apply${detail ? `: ${detail}` : ''}`;
+
 const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - from.getTime()) / 1000);
 
 /**
  * Applies machines' reports in one transaction, whichever replica heard them: ends each machine's
  * apply (its first report; the apply duration), stops a plan on a failed report (STOPPED), and
  * when every machine of an open plan's tier reported ok, records the tier's duration and starts
- * the next tier, or after the last marks the plan DONE. The plans are locked in id order, so
- * replicas applying reports of one plan at once take turns. Applies are published after commit.
+ * the next tier, or after the last marks the plan DONE and opens the plans queued behind it. The
+ * plans are locked in id order, so replicas applying reports of one plan at once take turns.
+ * Applies are published, and the rollouts of plans opened started, after commit.
  */
 export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]): Promise<ReportsApplied> {
-  const outcome: ReportsApplied = { matched: 0, unmatched: 0, durations: [], changed: [], applies: [] };
+  const outcome: ReportsApplied = { matched: 0, unmatched: 0, durations: [], changed: [], applies: [], opened: [] };
   if (reports.length === 0) return outcome;
   const unique = firstReports(reports);
   outcome.unmatched = reports.length - unique.length;
@@ -137,21 +182,22 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
     outcome.durations = [];
     outcome.changed = [];
     outcome.applies = [];
+    outcome.opened = [];
     const plans = await tx.selectFrom('plan').selectAll().where('id', 'in', planIds).orderBy('id').forUpdate().execute();
     const byId = new Map(plans.map((p) => [p.id, p]));
     const matching = unique.filter((r) => byId.get(r.plan)?.build === r.build);
-    let updated: { plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean }[] = [];
+    let updated: Updated[] = [];
     if (matching.length) {
       const values = sql.join(
         matching.map((r) => sql`(${r.plan}::text, ${r.machine}::text, ${r.at}::timestamptz, ${r.ok}::boolean, ${r.detail ?? null}::text)`),
       );
       updated = (
-        await sql<{ plan: string; machine: string; tier: number; sent_at: Date; reported_at: Date; ok: boolean }>`
+        await sql<Updated>`
           update plan_apply pa
              set reported_at = v.at, ok = v.ok, detail = v.detail
             from (values ${values}) as v(plan, machine, at, ok, detail)
-           where pa.plan = v.plan and pa.machine = v.machine and pa.reported_at is null
-       returning pa.plan, pa.machine, pa.tier, pa.sent_at, pa.reported_at, pa.ok`.execute(tx)
+           where pa.plan = v.plan and pa.machine = v.machine and pa.reported_at is null and pa.ok is null
+       returning pa.plan, pa.machine, pa.tier, pa.sent_at, pa.reported_at, pa.ok, pa.detail`.execute(tx)
       ).rows;
     }
     outcome.matched = updated.length;
@@ -182,10 +228,11 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
         const current = tiers.find((t) => t.plan === id && t.tier === plan.tier);
         if (!current) continue;
         if (current.failed > 0) {
-          await tx.updateTable('plan').set({ state: 'STOPPED', ended_at: now }).where('id', '=', id).execute();
+          const failed = updated.filter((r) => r.plan === id && !r.ok).sort((a, b) => byName(a.machine, b.machine));
+          const stopReason = failed[0] ? failedReportReason(failed[0].machine, failed[0].detail) : `tier ${plan.tier} has a failed apply`;
+          await tx.updateTable('plan').set({ state: 'STOPPED', ended_at: now, stop_reason: stopReason }).where('id', '=', id).execute();
           outcome.changed.push(id);
-          const failed = updated.filter((r) => r.plan === id && !r.ok).map((r) => r.machine);
-          mesh.logger.warn({ plan: id, tier: plan.tier, failed }, 'a machine reported a failed apply: plan stopped');
+          mesh.logger.warn({ plan: id, tier: plan.tier, failed: failed.map((r) => r.machine) }, 'a machine reported a failed apply: plan stopped');
           continue;
         }
         if (current.waiting > 0) continue;
@@ -198,8 +245,9 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
             heardAt: finishedAt,
           });
         }
-        const apply = await startTier(tx, { id, build: plan.build, tiers: readTiers(plan.tiers) }, plan.tier + 1, now);
+        const { apply, opened } = await startTier(tx, { id, build: plan.build, tiers: readTiers(plan.tiers) }, plan.tier + 1, now);
         if (apply) outcome.applies.push(apply);
+        outcome.opened.push(...opened);
         outcome.changed.push(id);
       }
     }
@@ -207,6 +255,7 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
   });
   publishApplies(mesh, outcome.applies);
   for (const id of outcome.changed) mesh.events.emit('plan-changed', id);
+  await announceOpened(mesh, outcome.opened);
   return outcome;
 }
 

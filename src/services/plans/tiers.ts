@@ -1,4 +1,4 @@
-import { Invalid, NotFound } from '../../kernel/errors.js';
+import { Conflict, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import { listHoldings } from '../seats/holdings.js';
 import type { Db } from '../seats/seats.js';
@@ -42,4 +42,17 @@ export async function checkTiers(db: Db, tiers: unknown): Promise<string[][]> {
     throw new NotFound('machine', [...seen].find((m) => !have.has(m))!);
   }
   return tiers as string[][];
+}
+
+/**
+ * Refuses tiers naming a machine that does not hold the seat (recorded, else derived: the holders
+ * `listHoldings` answers): Conflict, naming the first such machine in tier order. The tiers are
+ * well formed and the machine exists; it is the store's holdings the request contradicts.
+ */
+export async function checkTierHolders(db: Db, seat: string, tiers: readonly string[][]): Promise<void> {
+  const machines = tiers.flat();
+  const holders = new Set((await listHoldings(db, { seats: [seat], machines })).map((h) => h.machine));
+  const stranger = machines.find((m) => !holders.has(m));
+  if (stranger !== undefined)
+    throw new Conflict(`machine ${JSON.stringify(stranger)} does not hold seat ${JSON.stringify(seat)}: a plan applies only to its holders`);
 }

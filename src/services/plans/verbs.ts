@@ -3,6 +3,7 @@ import { type HandActLog, leaveHandAct } from '../hand-acts/hand-acts.js';
 import type { Db } from '../seats/seats.js';
 import { listPlans } from './plan.js';
 import { closePlan, type PlansMesh, push, stopPlan } from './plans.js';
+import { resumePlan } from './resume.js';
 
 type ActingPlansMesh = PlansMesh & HandActLog;
 
@@ -17,10 +18,17 @@ export const pushVerb = actingVerb(
   },
 );
 
-/** Halts an OPEN plan. */
+/** Halts an OPEN plan; its why is the plan's stopReason. */
 export const stopPlanVerb = actingVerb('stopPlan', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
-  const plan = await stopPlan(mesh, args.id);
+  const plan = await stopPlan(mesh, args.id, args.why);
   await leaveHandAct(mesh, args, call, 'stopPlan', plan.id);
+  return plan;
+});
+
+/** Sends a STOPPED plan's failed machines the apply again and opens it; its rollout goes on. */
+export const resumePlanVerb = actingVerb('resumePlan', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
+  const plan = await resumePlan(mesh, args.id);
+  await leaveHandAct(mesh, args, call, 'resumePlan', plan.id);
   return plan;
 });
 

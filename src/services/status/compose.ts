@@ -26,9 +26,12 @@ export function meshSources(mesh: CallsMesh & HandActLog): CompositionSources {
 
 const iso = (d: Date | string | null): string | null => (d == null ? null : new Date(d).toISOString());
 
-/** Plans not yet ended (QUEUED or OPEN), oldest first: what a dashboard shows as in progress. */
+/**
+ * Plans not yet over (QUEUED, OPEN, or STOPPED until closed or resumed), oldest first: what a
+ * dashboard shows as in progress or waiting for an operator.
+ */
 async function openPlans(db: Db): Promise<PlanStatus[]> {
-  const rows = await db.selectFrom('plan').selectAll().where('state', 'in', ['QUEUED', 'OPEN']).orderBy('created_at').orderBy('id').execute();
+  const rows = await db.selectFrom('plan').selectAll().where('state', 'in', ['QUEUED', 'OPEN', 'STOPPED']).orderBy('created_at').orderBy('id').execute();
   return rows.map((p) => ({
     id: p.id,
     seat: p.seat,
@@ -39,6 +42,7 @@ async function openPlans(db: Db): Promise<PlanStatus[]> {
     behind: p.behind,
     openedAt: iso(p.opened_at),
     endedAt: iso(p.ended_at),
+    stopReason: p.stop_reason ?? null,
   }));
 }
 

@@ -34,6 +34,8 @@ export interface PlanStatus {
   behind: string | null;
   openedAt: string | null;
   endedAt: string | null;
+  /** Why a STOPPED plan stopped; null otherwise. */
+  stopReason: string | null;
 }
 
 export interface RepeatedCauseStatus {
