@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { DEFINE_SEAT, RENAME_SEAT, SEAT } from './fixtures/operations.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
+
+let env: TestEnv;
+let gw: TestGateway;
+beforeAll(async () => {
+  env = await testEnv('seatchanges');
+  gw = await startTestGateway(env.env);
+});
+afterAll(async () => {
+  await gw?.stop();
+  await env?.cleanup();
+});
+
+let n = 0;
+async function aSeat(prefix = 'sc'): Promise<string> {
+  const name = `${prefix}-${++n}`;
+  const { data } = await gw.gql(DEFINE_SEAT, { input: { name } });
+  expect(data.defineSeat.__typename).toBe('MutationDefineSeatSuccess');
+  return name;
+}
+const rename = async (from: string, to: string) => (await gw.gql(RENAME_SEAT, { from, to })).data.renameSeat;
+
+test("the controller's own seat cannot be renamed, by its name or by an alias, and keeps answering its verbs", async () => {
+  const controller = env.controller;
+  const refusal = {
+    __typename: 'ConflictError',
+    code: 'CONFLICT',
+    message: `seat "${controller}" is the controller's own (MESH_CONTROLLER): its verbs answer on that name, so it cannot be renamed`,
+  };
+  expect(await rename(controller, `${controller}-moved`)).toEqual(refusal);
+  // An alias that resolves to the controller's seat (written as an older build could have) is refused too.
+  await gw.mesh.db.insertInto('seat_alias').values({ alias: 'ctl-old-name', seat: controller }).execute();
+  expect(await rename('ctl-old-name', `${controller}-moved`)).toEqual(refusal);
+  expect((await gw.gql(SEAT, { name: controller })).data.seat.name).toBe(controller);
+  expect((await gw.gql(SEAT, { name: `${controller}-moved` })).data.seat).toBeNull();
+  await gw.mesh.db.deleteFrom('seat_alias').where('alias', '=', 'ctl-old-name').execute();
+  // Its verbs still answer over NATS on its name.
+  const reply = await gw.mesh.bus.nc.request(`${env.subjects}.seat.${controller}.repeatedCauses`, '{}', { timeout: 5000 });
+  expect(reply.json<{ ok: boolean }>().ok).toBe(true);
+  // Another seat is still renamed as before.
+  const other = await aSeat();
+  expect((await rename(other, `${other}-b`)).__typename).toBe('MutationRenameSeatSuccess');
+});
