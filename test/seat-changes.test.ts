@@ -43,3 +43,39 @@ test("the controller's own seat cannot be renamed, by its name or by an alias, a
   const other = await aSeat();
   expect((await rename(other, `${other}-b`)).__typename).toBe('MutationRenameSeatSuccess');
 });
+
+const protocolOf = async (name: string) => {
+  const { accepts, emits, serves } = (await gw.gql(`query($name: String!) { seat(name: $name) { accepts emits serves { name acting } } }`, { name })).data.seat;
+  return { accepts, emits, serves };
+};
+
+test('defineSeat keeps each protocol list it was not given, and replaces only the one given', async () => {
+  const seat = await aSeat();
+  const full = { accepts: ['job'], emits: ['done'], serves: [{ name: 'run', acting: true }] };
+  await gw.gql(DEFINE_SEAT, { input: { name: seat, ...full } });
+  expect(await protocolOf(seat)).toEqual(full);
+  const served = await gw.gql(DEFINE_SEAT, { input: { name: seat, serves: [{ name: 'peek' }] } });
+  expect(served.data.defineSeat.data).toMatchObject({ accepts: ['job'], emits: ['done'], serves: [{ name: 'peek', acting: false, args: [] }] });
+  await gw.gql(DEFINE_SEAT, { input: { name: seat, accepts: ['job', 'urgent-job'] } });
+  expect(await protocolOf(seat)).toEqual({ accepts: ['job', 'urgent-job'], emits: ['done'], serves: [{ name: 'peek', acting: false }] });
+  await gw.gql(DEFINE_SEAT, { input: { name: seat, scope: 'site' } });
+  expect(await protocolOf(seat)).toEqual({ accepts: ['job', 'urgent-job'], emits: ['done'], serves: [{ name: 'peek', acting: false }] });
+  // The whole protocol given alone still replaces all three.
+  await gw.gql(DEFINE_SEAT, { input: { name: seat, protocol: JSON.stringify({ emits: ['only'] }) } });
+  expect(await protocolOf(seat)).toEqual({ accepts: [], emits: ['only'], serves: [] });
+});
+
+test('defineSeat refuses protocol beside accepts, emits or serves, naming protocol, and changes nothing', async () => {
+  const seat = await aSeat();
+  await gw.gql(DEFINE_SEAT, { input: { name: seat, accepts: ['a'], emits: ['e'], serves: [{ name: 'v' }] } });
+  for (const list of [{ serves: [{ name: 'w' }] }, { accepts: ['b'] }, { emits: [] }]) {
+    const { data } = await gw.gql(DEFINE_SEAT, { input: { name: seat, protocol: JSON.stringify({ accepts: ['x'] }), ...list } });
+    expect(data.defineSeat).toEqual({
+      __typename: 'InvalidError',
+      code: 'INVALID',
+      field: 'protocol',
+      message: `protocol is the whole protocol: give it alone, or give ${Object.keys(list)[0]} without it`,
+    });
+  }
+  expect(await protocolOf(seat)).toEqual({ accepts: ['a'], emits: ['e'], serves: [{ name: 'v', acting: false }] });
+});

@@ -38,10 +38,6 @@ builder.mutationFields((t) => ({
     authScopes: { admin: true },
     errors: {},
     args: { input: t.arg({ type: SeatInput, required: true }) },
-    resolve: (_root, { input }, ctx) => {
-      const listed = input.accepts != null || input.emits != null || input.serves != null;
-      const protocol = input.protocol ?? (listed ? { accepts: input.accepts ?? [], emits: input.emits ?? [], serves: input.serves ?? [] } : undefined);
-      return defineSeat(ctx.mesh.db, ctx.mesh.catalogue, { ...input, protocol });
-    },
+    resolve: (_root, { input }, ctx) => defineSeat(ctx.mesh.db, ctx.mesh.catalogue, input),
   }),
 }));
