@@ -79,3 +79,42 @@ test('defineSeat refuses protocol beside accepts, emits or serves, naming protoc
   }
   expect(await protocolOf(seat)).toEqual({ accepts: ['a'], emits: ['e'], serves: [{ name: 'v', acting: false }] });
 });
+
+test('a renamed default seat whose lists are empty reads as the compiled protocol of the default it comes from, at once', async () => {
+  const compiled = gw.mesh.catalogue.seats.get('registry')!;
+  const want = { accepts: compiled.accepts, emits: compiled.emits, serves: compiled.serves.map(({ name, acting }) => ({ name, acting })) };
+  expect((await rename('registry', 'artifacts')).data.name).toBe('artifacts');
+  await gw.gql(DEFINE_SEAT, { input: { name: 'artifacts', accepts: [], emits: [], serves: [] } });
+  expect(await protocolOf('artifacts')).toEqual(want);
+  expect(await protocolOf('registry')).toEqual(want);
+  const listed = (await gw.gql(`{ seats { name accepts emits serves { name acting } } }`)).data.seats;
+  expect(listed.find((s: { name: string }) => s.name === 'artifacts')).toEqual({ name: 'artifacts', ...want });
+  // Renamed twice, it still finds its default through the first name.
+  await rename('artifacts', 'artifact-store');
+  expect(await protocolOf('artifact-store')).toEqual(want);
+  // A seat that was never a default keeps its empty lists empty.
+  const plain = await aSeat();
+  await rename(plain, `${plain}-b`);
+  expect(await protocolOf(`${plain}-b`)).toEqual({ accepts: [], emits: [], serves: [] });
+});
+
+test('reading every seat, or many seats by name, is one statement however many were renamed', async () => {
+  const count = async (query: string, variables?: Record<string, unknown>) => {
+    gw.statements.reset();
+    const { errors } = await gw.gql(query, variables);
+    expect(errors).toBeUndefined();
+    return gw.statements.count;
+  };
+  const byNames = (names: string[]) => `{ ${names.map((name, i) => `s${i}: seat(name: "${name}") { name serves { name } }`).join(' ')} }`;
+  const before = await count(`{ seats { name serves { name } } }`);
+  const fewBefore = await count(byNames(['queue']));
+  const renamed: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const seat = await aSeat('many');
+    await rename(seat, `${seat}-r`);
+    renamed.push(seat);
+  }
+  expect(await count(`{ seats { name serves { name } } }`)).toBe(before);
+  expect(await count(byNames(['queue', ...renamed]))).toBe(fewBefore);
+  expect(fewBefore).toBe(1);
+});
