@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { aMachine } from './fixtures/mesh.js';
 import { DEFINE_SEAT, RENAME_SEAT, SEAT } from './fixtures/operations.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
+import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
 let gw: TestGateway;
@@ -117,4 +118,93 @@ test('reading every seat, or many seats by name, is one statement however many w
   expect(await count(`{ seats { name serves { name } } }`)).toBe(before);
   expect(await count(byNames(['queue', ...renamed]))).toBe(fewBefore);
   expect(fewBefore).toBe(1);
+});
+
+const RESULT = `__typename ... on Error { message code } ... on InvalidError { field }`;
+const REASONS = `$why: String, $cause: String, $condition: String`;
+const GIVEN = `why: $why, cause: $cause, condition: $condition`;
+const changes = {
+  define: `mutation($input: SeatInput!, ${REASONS}) { defineSeat(input: $input, ${GIVEN}) { ${RESULT} } }`,
+  rename: `mutation($from: String!, $to: String!, ${REASONS}) { renameSeat(from: $from, to: $to, ${GIVEN}) { ${RESULT} } }`,
+  hold: `mutation($seat: String!, $machine: String!, $module: String!, ${REASONS}) { holdSeat(seat: $seat, machine: $machine, module: $module, ${GIVEN}) { ${RESULT} } }`,
+  add: `mutation($seat: String!, $machine: String!, $module: String!, ${REASONS}) { addSeatHolder(seat: $seat, machine: $machine, module: $module, ${GIVEN}) { ${RESULT} } }`,
+  release: `mutation($seat: String!, $machine: String!, $module: String!, ${REASONS}) { releaseSeat(seat: $seat, machine: $machine, module: $module, ${GIVEN}) { ${RESULT} } }`,
+};
+const latestActs = async (gateway: TestGateway, first: number, headers?: Record<string, string>) =>
+  (
+    await gateway.gql(`query($first: Int) { handActs(first: $first) { edges { node { actor act target why cause condition callId } } } }`, { first }, headers)
+  ).data.handActs.edges.map((e: { node: unknown }) => e.node);
+const allActs = async () => (await gw.gql(`{ handActs(first: 500) { edges { node { id } } } }`)).data.handActs.edges.length;
+const actsThisWeek = async () => (await gw.gql(`{ status { handActsThisWeek } }`)).data.status.handActsThisWeek;
+
+test('every seat change leaves a hand-act naming the caller, the change and its target, listed by handActs and counted in status', async () => {
+  const before = await actsThisWeek();
+  const seat = `traced-${++n}`;
+  const m1 = await aMachine(gw.mesh.db, { modules: ['broker'] });
+  const m2 = await aMachine(gw.mesh.db, { modules: ['broker'] });
+  const ok = (r: { data?: Record<string, { __typename: string }> }) => expect(Object.values(r.data ?? {})[0]?.__typename).toMatch(/Success$/);
+  ok(await gw.gql(changes.define, { input: { name: seat, replicated: true }, why: 'a seat for the job queue', cause: 'capacity', condition: 'queue at 90%' }));
+  ok(await gw.gql(changes.rename, { from: seat, to: `${seat}-kv`, why: '  ' }));
+  ok(await gw.gql(changes.hold, { seat, machine: m1, module: 'broker', why: 'first holder' }));
+  ok(await gw.gql(changes.add, { seat: `${seat}-kv`, machine: m2, module: 'broker', why: 'a second replica', cause: 'capacity' }));
+  ok(await gw.gql(changes.release, { seat, machine: m1, module: 'broker' }));
+  expect(await latestActs(gw, 5)).toEqual([
+    { actor: 'local', act: 'releaseSeat', target: `${seat}-kv by broker on ${m1}`, why: 'not given', cause: null, condition: null, callId: null },
+    {
+      actor: 'local',
+      act: 'addSeatHolder',
+      target: `${seat}-kv by broker on ${m2}`,
+      why: 'a second replica',
+      cause: 'capacity',
+      condition: null,
+      callId: null,
+    },
+    { actor: 'local', act: 'holdSeat', target: `${seat}-kv by broker on ${m1}`, why: 'first holder', cause: null, condition: null, callId: null },
+    { actor: 'local', act: 'renameSeat', target: `${seat} -> ${seat}-kv`, why: 'not given', cause: null, condition: null, callId: null },
+    { actor: 'local', act: 'defineSeat', target: seat, why: 'a seat for the job queue', cause: 'capacity', condition: 'queue at 90%', callId: null },
+  ]);
+  await expect.poll(actsThisWeek, { timeout: 10_000 }).toBeGreaterThanOrEqual(before + 5);
+});
+
+test('a refused seat change leaves no hand-act', async () => {
+  const seat = await aSeat();
+  const other = await aSeat();
+  const machine = await aMachine(gw.mesh.db, { modules: ['broker'] });
+  const before = await allActs();
+  const refused = [
+    await gw.gql(changes.rename, { from: seat, to: other, why: 'onto another seat' }),
+    await gw.gql(changes.rename, { from: env.controller, to: 'elsewhere', why: "the controller's own" }),
+    await gw.gql(changes.define, { input: { name: seat, protocol: '{}', serves: [] }, why: 'both at once' }),
+    await gw.gql(changes.hold, { seat, machine: 'nowhere', module: 'broker', why: 'no such machine' }),
+    await gw.gql(changes.add, { seat, machine, module: 'broker', why: 'not replicated' }),
+    await gw.gql(changes.release, { seat, machine, module: 'broker', why: 'not on record' }),
+    await gw.gql(changes.hold, { seat, machine, module: 'broker', why: 'a cause too long', cause: 'c'.repeat(201) }),
+  ];
+  expect(refused.map((r) => Object.values(r.data)[0])).toMatchObject([
+    { __typename: 'ConflictError' },
+    { __typename: 'ConflictError' },
+    { __typename: 'InvalidError', field: 'protocol' },
+    { __typename: 'NotFoundError' },
+    { __typename: 'ConflictError' },
+    { __typename: 'NotFoundError' },
+    { __typename: 'InvalidError', field: 'cause' },
+  ]);
+  // The over-long cause was refused before the change: the seat has no holder.
+  expect((await gw.gql(SEAT, { name: seat })).data.seat.holders).toEqual([]);
+  expect(await allActs()).toBe(before);
+});
+
+test("a seat change's hand-act names the token's caller", async () => {
+  const tokens = aTokensFile([{ name: 'ops-admin', scopes: ['read', 'act', 'admin'], token: 'admin-token' }]);
+  const guarded = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path });
+  const headers = { authorization: 'Bearer admin-token' };
+  try {
+    const seat = `by-token-${++n}`;
+    const { data } = await guarded.gql(changes.define, { input: { name: seat }, why: 'made by a token' }, headers);
+    expect(data.defineSeat.__typename).toBe('MutationDefineSeatSuccess');
+    expect((await latestActs(guarded, 1, headers))[0]).toMatchObject({ actor: 'ops-admin', act: 'defineSeat', target: seat, why: 'made by a token' });
+  } finally {
+    await guarded.stop();
+    tokens.remove();
+  }
 });
