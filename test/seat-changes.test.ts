@@ -104,7 +104,8 @@ test('reading every seat, or many seats by name, is one statement however many w
     gw.statements.reset();
     const { errors } = await gw.gql(query, variables);
     expect(errors).toBeUndefined();
-    return gw.statements.count;
+    // The seat and alias reads only: the status composer, asked by the renames' hand-acts, may run beside the request.
+    return gw.statements.sql.filter((statement) => statement.includes('"seat".*') || statement.includes('from "seat_alias"')).length;
   };
   const byNames = (names: string[]) => `{ ${names.map((name, i) => `s${i}: seat(name: "${name}") { name serves { name } }`).join(' ')} }`;
   const before = await count(`{ seats { name serves { name } } }`);

@@ -1,6 +1,8 @@
 import { builder } from '../schema/builder.js';
 import { MachineRef, MachineStateEnum } from '../schema/machine.js';
 import { listMachines } from '../services/machines/machines.js';
+import { forgetMachineVerb } from '../services/machines/verbs.js';
+import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
   machines: t.field({
@@ -19,5 +21,14 @@ builder.queryFields((t) => ({
     nullable: true,
     args: { name: t.arg.string({ required: true }) },
     resolve: async (_root, { name }, ctx) => (await ctx.loaders.machine.load(name)) ?? null,
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  forgetMachine: t.field({
+    type: MachineRef,
+    description:
+      'Deletes a machine and its assignments; answers the machine as it was. Refused while it holds a seat, recorded or derived. A heartbeat from it later is heard afresh. Leaves a hand-act.',
+    ...verbMutation(t, forgetMachineVerb, 'admin'),
   }),
 }));

@@ -3,6 +3,8 @@ import type { GatewayContext } from '../schema/context.js';
 import { SeatInput, SeatRef } from '../schema/seat.js';
 import { defineSeatBy, renameSeatBy, type SeatChangeBy } from '../services/seats/changes.js';
 import { listSeats } from '../services/seats/seats.js';
+import { retireSeatVerb } from '../services/seats/verbs.js';
+import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
   seats: t.field({
@@ -56,5 +58,11 @@ builder.mutationFields((t) => ({
     errors: {},
     args: { input: t.arg({ type: SeatInput, required: true }), ...seatChangeArgs(t) },
     resolve: (_root, args, ctx) => defineSeatBy(ctx.mesh, changeBy(ctx, args), args.input),
+  }),
+  retireSeat: t.field({
+    type: SeatRef,
+    description:
+      "Deletes a seat and its aliases; answers the seat as it was. Refused while it has any holding, recorded or derived, while a plan not CLOSED names it, and for the controller's own seat. Its CLOSED plans go with it. Leaves a hand-act.",
+    ...verbMutation(t, retireSeatVerb, 'admin'),
   }),
 }));

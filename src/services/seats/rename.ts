@@ -34,6 +34,6 @@ export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: str
  * The controller's own seat is named by MESH_CONTROLLER: its verbs answer on
  * `<subjects>.seat.<MESH_CONTROLLER>.*`, so a seat of another name would serve no one.
  */
-function controllerSeatConflict(seat: string, what: string): Conflict {
+export function controllerSeatConflict(seat: string, what: string): Conflict {
   return new Conflict(`seat ${JSON.stringify(seat)} is the controller's own (MESH_CONTROLLER): its verbs answer on that name, so it cannot be ${what}`);
 }
