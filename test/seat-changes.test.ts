@@ -209,3 +209,15 @@ test("a seat change's hand-act names the token's caller", async () => {
     tokens.remove();
   }
 });
+
+test('a seat change between long names still leaves its hand-act, its target cut to a label', async () => {
+  const from = `l${'o'.repeat(150)}-${++n}`;
+  const to = `${from}-renamed`;
+  await gw.gql(DEFINE_SEAT, { input: { name: from } });
+  const renamed = await gw.gql(changes.rename, { from, to, why: 'names from a generator' });
+  expect(renamed.data.renameSeat.__typename).toBe('MutationRenameSeatSuccess');
+  const [act] = await latestActs(gw, 1);
+  expect(act).toMatchObject({ act: 'renameSeat', why: 'names from a generator' });
+  expect(act.target).toHaveLength(200);
+  expect(act.target).toBe(`${from} -> ${to}`.slice(0, 199) + '…');
+});

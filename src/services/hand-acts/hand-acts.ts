@@ -10,6 +10,11 @@ import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 export const HAND_ACT_TEXT_MAX = 4000;
 /** An act or a target is a short label. */
 export const HAND_ACT_LABEL_MAX = 200;
+/**
+ * A target made from names (each up to 200 characters) cut to a label's bound, so an act that has
+ * been done is never refused its trace for the length of its label.
+ */
+export const targetLabel = (target: string): string => (target.length <= HAND_ACT_LABEL_MAX ? target : `${target.slice(0, HAND_ACT_LABEL_MAX - 1)}…`);
 /** "This week" for status and the default window of repeatedCauses: the last seven days. */
 export const HAND_ACT_WEEK_MS = 7 * 24 * 3600 * 1000;
 export const HAND_ACTS_PAGE_MAX = 500;

@@ -18,6 +18,8 @@ export async function forgetMachine(db: Kysely<DB>, name: string): Promise<Machi
     // Locked as recordHeartbeats locks it, so a heartbeat in flight lands before or after, never between.
     const locked = await tx.selectFrom('machine').select('name').where('name', '=', name).forUpdate().executeTakeFirst();
     if (!locked) throw new NotFound('machine', name);
+    // Its assignments too: a holding being recorded on one (holdSeat, addSeatHolder) commits first and is seen below.
+    await tx.selectFrom('assignment').select('module').where('machine', '=', name).forUpdate().execute();
     const held = await listHoldings(tx, { machines: [name] });
     if (held.length) {
       throw new Conflict(`machine ${JSON.stringify(name)} holds seats: ${describeHoldings(held)}; hand them to another holder or release them first`);

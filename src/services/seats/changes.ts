@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../store/tables.js';
 import type { MeshEvents } from '../events.js';
-import { appendHandAct, checkActing, type HandActLog } from '../hand-acts/hand-acts.js';
+import { appendHandAct, checkActing, type HandActLog, targetLabel } from '../hand-acts/hand-acts.js';
 import type { Catalogue } from './catalogue.js';
 import { defineSeat, type SeatInput } from './define.js';
 import { addSeatHolder, type Holding, holdSeat, releaseSeat } from './holdings.js';
@@ -36,7 +36,7 @@ async function changeSeat<T>(mesh: SeatChangeMesh, by: SeatChangeBy, act: string
   const why = typeof by.why === 'string' && by.why.trim() !== '' ? by.why : WHY_NOT_GIVEN;
   const acting = checkActing({ why, cause: by.cause, condition: by.condition });
   const result = await change();
-  await appendHandAct(mesh, { actor: by.actor, act, target: target(result), ...acting });
+  await appendHandAct(mesh, { actor: by.actor, act, target: targetLabel(target(result)), ...acting });
   mesh.events.emit('acted', act);
   return result;
 }

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../store/tables.js';
 import { actingVerb } from '../calls/verb.js';
-import { type HandActLog, leaveHandAct } from '../hand-acts/hand-acts.js';
+import { type HandActLog, leaveHandAct, targetLabel } from '../hand-acts/hand-acts.js';
 import type { Catalogue } from './catalogue.js';
 import { removeAlias, retireSeat } from './cleanup.js';
 
@@ -17,7 +17,7 @@ export const removeAliasVerb = actingVerb(
   { alias: { type: 'String', required: true, description: 'The former name to drop; it no longer resolves afterwards.' } },
   async (mesh: SeatsMesh, args, call) => {
     const seat = await removeAlias(mesh.db, mesh.catalogue, args.alias);
-    await leaveHandAct(mesh, args, call, 'removeAlias', `${args.alias} (alias of ${seat.name})`);
+    await leaveHandAct(mesh, args, call, 'removeAlias', targetLabel(`${args.alias} (alias of ${seat.name})`));
     return seat;
   },
 );
