@@ -80,7 +80,17 @@ test('a NATS caller is named from its inbox; a default inbox is unnamed', async 
 
 test('every acting verb is refused without why, and with a blank why, through both doors', async () => {
   const acting = CONTROLLER_VERBS.filter((v) => v.acting);
-  expect(acting.map((v) => v.name).sort()).toEqual(['closePlan', 'push', 'recordHandAct', 'resetConsumer', 'resumePlan', 'stopPlan']);
+  expect(acting.map((v) => v.name).sort()).toEqual([
+    'closePlan',
+    'forgetMachine',
+    'push',
+    'recordHandAct',
+    'removeAlias',
+    'resetConsumer',
+    'resumePlan',
+    'retireSeat',
+    'stopPlan',
+  ]);
   const required: Record<string, string> = {
     push: 'seat: "queue", build: "b1"',
     stopPlan: 'id: "plan-x"',
@@ -88,6 +98,9 @@ test('every acting verb is refused without why, and with a blank why, through bo
     closePlan: 'id: "plan-x"',
     resetConsumer: 'stream: "S", consumer: "c"',
     recordHandAct: 'act: "x"',
+    removeAlias: 'alias: "a"',
+    retireSeat: 'seat: "s"',
+    forgetMachine: 'machine: "m"',
   };
   for (const verb of acting) {
     const missing = await gateway.gql(`mutation { ${verb.name}(${required[verb.name]}) { __typename } }`);

@@ -9,12 +9,12 @@ builder.queryFields((t) => ({
   handActs: t.connection(
     {
       type: HandActRef,
-      description: 'The hand-act log, newest first, from `since` and of one `cause` when given.',
-      args: { since: t.arg({ type: 'DateTime' }), cause: t.arg.string() },
+      description: 'The hand-act log, newest first, from `since` and of exactly one `cause`, `actor`, `act` and `target` when given.',
+      args: { since: t.arg({ type: 'DateTime' }), cause: t.arg.string(), actor: t.arg.string(), act: t.arg.string(), target: t.arg.string() },
       resolve: (_root, args, ctx) =>
         resolveCursorConnection<HandAct[]>(
           { args, toCursor: (act: HandAct) => act.id, defaultSize: HAND_ACTS_PAGE_DEFAULT, maxSize: HAND_ACTS_PAGE_MAX },
-          (page) => listHandActs(ctx.mesh, { since: args.since, cause: args.cause }, page),
+          (page) => listHandActs(ctx.mesh, { since: args.since, cause: args.cause, actor: args.actor, act: args.act, target: args.target }, page),
         ),
     },
     { name: 'HandActConnection', description: 'A page of hand-acts, newest first.' },

@@ -2,8 +2,10 @@ import { NotFound } from '../kernel/errors.js';
 import { checkName } from '../kernel/names.js';
 import { builder } from '../schema/builder.js';
 import { HoldingRef } from '../schema/holding.js';
-import { addSeatHolder, holdSeat, listHoldings, releaseSeat } from '../services/seats/holdings.js';
+import { changeHolderBy } from '../services/seats/changes.js';
+import { listHoldings } from '../services/seats/holdings.js';
 import { resolveSeatName } from '../services/seats/seats.js';
+import { changeBy, seatChangeArgs } from './seat.js';
 
 builder.queryFields((t) => ({
   holdings: t.field({
@@ -27,31 +29,32 @@ const holderArgs = (t: Parameters<Parameters<typeof builder.mutationFields>[0]>[
   seat: t.arg.string({ required: true }),
   machine: t.arg.string({ required: true }),
   module: t.arg.string({ required: true }),
+  ...seatChangeArgs(t),
 });
 
 builder.mutationFields((t) => ({
   holdSeat: t.field({
     type: [HoldingRef],
-    description: "Makes one running module the seat's only holder; answers the seat's holdings.",
+    description: "Makes one running module the seat's only holder; answers the seat's holdings. Leaves a hand-act.",
     authScopes: { admin: true },
     errors: {},
     args: { ...holderArgs(t), scope: t.arg.string() },
-    resolve: (_root, args, ctx) => holdSeat(ctx.mesh.db, ctx.mesh.catalogue, args),
+    resolve: (_root, args, ctx) => changeHolderBy(ctx.mesh, changeBy(ctx, args), 'holdSeat', args),
   }),
   addSeatHolder: t.field({
     type: [HoldingRef],
-    description: 'Adds a holder to a replicated seat beside those on record; idempotent.',
+    description: 'Adds a holder to a replicated seat beside those on record; idempotent. Leaves a hand-act.',
     authScopes: { admin: true },
     errors: {},
     args: { ...holderArgs(t), scope: t.arg.string() },
-    resolve: (_root, args, ctx) => addSeatHolder(ctx.mesh.db, ctx.mesh.catalogue, args),
+    resolve: (_root, args, ctx) => changeHolderBy(ctx.mesh, changeBy(ctx, args), 'addSeatHolder', args),
   }),
   releaseSeat: t.field({
     type: [HoldingRef],
-    description: "Ends one recorded holding; answers the seat's holdings after it.",
+    description: "Ends one recorded holding; answers the seat's holdings after it. Leaves a hand-act.",
     authScopes: { admin: true },
     errors: {},
     args: holderArgs(t),
-    resolve: (_root, args, ctx) => releaseSeat(ctx.mesh.db, ctx.mesh.catalogue, args),
+    resolve: (_root, args, ctx) => changeHolderBy(ctx.mesh, changeBy(ctx, args), 'releaseSeat', args),
   }),
 }));

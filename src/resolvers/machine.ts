@@ -1,13 +1,17 @@
 import { builder } from '../schema/builder.js';
-import { MachineRef } from '../schema/machine.js';
+import { MachineRef, MachineStateEnum } from '../schema/machine.js';
 import { listMachines } from '../services/machines/machines.js';
+import { forgetMachineVerb } from '../services/machines/verbs.js';
+import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
   machines: t.field({
     type: [MachineRef],
-    description: 'Every machine, by name.',
-    resolve: async (_root, _args, ctx) => {
-      const machines = await listMachines(ctx.mesh.db);
+    description: "Every machine, by name; of one `site` and in one `state` (judged as `Machine.state` is, at the request's instant) when given.",
+    args: { state: t.arg({ type: MachineStateEnum }), site: t.arg.string() },
+    resolve: async (_root, args, ctx) => {
+      const state = args.state ? { is: args.state, now: ctx.now, heartbeatSeconds: ctx.mesh.config.heartbeatSeconds } : null;
+      const machines = await listMachines(ctx.mesh.db, { site: args.site, state });
       for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
       return machines;
     },
@@ -17,5 +21,14 @@ builder.queryFields((t) => ({
     nullable: true,
     args: { name: t.arg.string({ required: true }) },
     resolve: async (_root, { name }, ctx) => (await ctx.loaders.machine.load(name)) ?? null,
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  forgetMachine: t.field({
+    type: MachineRef,
+    description:
+      'Deletes a machine and its assignments; answers the machine as it was. Refused while it holds a seat, recorded or derived. A heartbeat from it later is heard afresh. Leaves a hand-act.',
+    ...verbMutation(t, forgetMachineVerb, 'admin'),
   }),
 }));

@@ -1,8 +1,10 @@
 import { builder } from '../schema/builder.js';
+import type { GatewayContext } from '../schema/context.js';
 import { SeatInput, SeatRef } from '../schema/seat.js';
-import { defineSeat } from '../services/seats/define.js';
-import { renameSeat } from '../services/seats/rename.js';
+import { defineSeatBy, renameSeatBy, type SeatChangeBy } from '../services/seats/changes.js';
 import { listSeats } from '../services/seats/seats.js';
+import { retireSeatVerb } from '../services/seats/verbs.js';
+import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
   seats: t.field({
@@ -23,25 +25,44 @@ builder.queryFields((t) => ({
   }),
 }));
 
+type MutationFieldBuilder = Parameters<Parameters<typeof builder.mutationFields>[0]>[0];
+
+/** What every seat change takes besides its own arguments: the hand-act it leaves. */
+export const seatChangeArgs = (t: MutationFieldBuilder) => ({
+  why: t.arg.string({ description: 'Why this is done, in a sentence; kept in the hand-act log, as "not given" when absent or blank.' }),
+  cause: t.arg.string({ description: 'What made it necessary, as a short label; repeatedCauses groups hand-acts by it.' }),
+  condition: t.arg.string({ description: 'The state of the mesh that was seen when acting.' }),
+});
+
+/** The hand-act's actor and reasons, from the caller and the change's arguments. */
+export const changeBy = (ctx: GatewayContext, args: { why?: string | null; cause?: string | null; condition?: string | null }): SeatChangeBy => ({
+  actor: ctx.caller.name,
+  why: args.why,
+  cause: args.cause,
+  condition: args.condition,
+});
+
 builder.mutationFields((t) => ({
   renameSeat: t.field({
     type: SeatRef,
-    description: 'Renames a seat: the old name becomes an alias; holdings and aliases follow.',
+    description: "Renames a seat: the old name becomes an alias; holdings and aliases follow. The controller's own seat is refused. Leaves a hand-act.",
     authScopes: { admin: true },
     errors: {},
-    args: { from: t.arg.string({ required: true }), to: t.arg.string({ required: true }) },
-    resolve: (_root, { from, to }, ctx) => renameSeat(ctx.mesh.db, ctx.mesh.catalogue, from, to),
+    args: { from: t.arg.string({ required: true }), to: t.arg.string({ required: true }), ...seatChangeArgs(t) },
+    resolve: (_root, args, ctx) => renameSeatBy(ctx.mesh, changeBy(ctx, args), args.from, args.to),
   }),
   defineSeat: t.field({
     type: SeatRef,
-    description: 'Creates a seat, or changes the one its name resolves to.',
+    description: 'Creates a seat, or changes the one its name resolves to; fields left out keep their value. Leaves a hand-act.',
     authScopes: { admin: true },
     errors: {},
-    args: { input: t.arg({ type: SeatInput, required: true }) },
-    resolve: (_root, { input }, ctx) => {
-      const listed = input.accepts != null || input.emits != null || input.serves != null;
-      const protocol = input.protocol ?? (listed ? { accepts: input.accepts ?? [], emits: input.emits ?? [], serves: input.serves ?? [] } : undefined);
-      return defineSeat(ctx.mesh.db, ctx.mesh.catalogue, { ...input, protocol });
-    },
+    args: { input: t.arg({ type: SeatInput, required: true }), ...seatChangeArgs(t) },
+    resolve: (_root, args, ctx) => defineSeatBy(ctx.mesh, changeBy(ctx, args), args.input),
+  }),
+  retireSeat: t.field({
+    type: SeatRef,
+    description:
+      "Deletes a seat and its aliases; answers the seat as it was. Refused while it has any holding, recorded or derived, while a plan not CLOSED names it, and for the controller's own seat. Its CLOSED plans go with it. Leaves a hand-act.",
+    ...verbMutation(t, retireSeatVerb, 'admin'),
   }),
 }));

@@ -33,16 +33,17 @@ function argFor(arg: ArgBuilder, spec: ArgSpec) {
 
 /**
  * What every controller verb's mutation shares, spread into its field beside its type and
- * description: the GraphQL arguments from the verb's declaration, the `act` scope, typed errors as
- * data, and the call recorded by the one dispatcher. The answer is the verb handler's result.
+ * description: the GraphQL arguments from the verb's declaration, the scope (`act` unless given:
+ * `admin` for verbs that change seats or machines), typed errors as data, and the call recorded
+ * by the one dispatcher. The answer is the verb handler's result.
  */
-export function verbMutation<A extends ArgSpecs, R>(t: MutationFieldBuilder, verb: ControllerVerb<Mesh, A, R>) {
+export function verbMutation<A extends ArgSpecs, R>(t: MutationFieldBuilder, verb: ControllerVerb<Mesh, A, R>, scope: 'act' | 'admin' = 'act') {
   const args = Object.fromEntries(Object.entries(verb.args as ArgSpecs).map(([name, spec]) => [name, argFor(t.arg, spec)])) as Record<
     string,
     ReturnType<typeof argFor>
   >;
   return {
-    authScopes: { act: true },
+    authScopes: scope === 'admin' ? { admin: true } : { act: true },
     errors: {},
     args,
     resolve: async (_root: unknown, given: Record<string, unknown>, ctx: GatewayContext): Promise<R> =>

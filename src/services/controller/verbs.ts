@@ -3,9 +3,11 @@ import { callByIdVerb, callsVerb, callVerbVerb } from '../calls/verbs.js';
 import { resetConsumerVerb } from '../consumers/verbs.js';
 import { durationsVerb } from '../durations/verbs.js';
 import { handActsVerb, recordHandActVerb, repeatedCausesVerb } from '../hand-acts/verbs.js';
+import { forgetMachineVerb } from '../machines/verbs.js';
 import type { Mesh } from '../mesh.js';
 import { closePlanVerb, plansVerb, pushVerb, resumePlanVerb, stopPlanVerb } from '../plans/verbs.js';
 import type { Verb } from '../seats/protocol.js';
+import { removeAliasVerb, retireSeatVerb } from '../seats/verbs.js';
 import { statusVerb } from '../status/verbs.js';
 
 /**
@@ -20,6 +22,9 @@ const REGISTERED_VERBS: readonly AnyControllerVerb<Mesh>[] = [
   closePlanVerb,
   resetConsumerVerb,
   recordHandActVerb,
+  removeAliasVerb,
+  retireSeatVerb,
+  forgetMachineVerb,
   callVerbVerb,
   callByIdVerb,
   callsVerb,

@@ -10,6 +10,11 @@ import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 export const HAND_ACT_TEXT_MAX = 4000;
 /** An act or a target is a short label. */
 export const HAND_ACT_LABEL_MAX = 200;
+/**
+ * A target made from names (each up to 200 characters) cut to a label's bound, so an act that has
+ * been done is never refused its trace for the length of its label.
+ */
+export const targetLabel = (target: string): string => (target.length <= HAND_ACT_LABEL_MAX ? target : `${target.slice(0, HAND_ACT_LABEL_MAX - 1)}…`);
 /** "This week" for status and the default window of repeatedCauses: the last seven days. */
 export const HAND_ACT_WEEK_MS = 7 * 24 * 3600 * 1000;
 export const HAND_ACTS_PAGE_MAX = 500;
@@ -107,17 +112,30 @@ export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promis
   return record;
 }
 
+/** Each field given narrows the list: since an instant, and exactly this cause, actor, act or target. */
 export interface HandActFilter {
   since?: Date | null;
   cause?: string | null;
+  actor?: string | null;
+  act?: string | null;
+  target?: string | null;
 }
+
+const matches = (want: string | null | undefined, have: string | null): boolean => want == null || want === have;
 
 function within(mesh: HandActLog, filter: HandActFilter): HandAct[] {
   const since = filter.since?.toISOString();
   return mesh.views.handActs
     .values()
     .map((e) => e.value)
-    .filter((a) => (!since || a.at >= since) && (!filter.cause || a.cause === filter.cause))
+    .filter(
+      (a) =>
+        (!since || a.at >= since) &&
+        (!filter.cause || a.cause === filter.cause) &&
+        matches(filter.actor, a.actor) &&
+        matches(filter.act, a.act) &&
+        matches(filter.target, a.target),
+    )
     .sort(newestFirst);
 }
 
@@ -135,7 +153,7 @@ export function leaveHandAct(
   return appendHandAct(mesh, { actor: call.caller, act, target, why: acting.why, cause: acting.cause, condition: acting.condition, callId: call.callId });
 }
 
-/** Hand-acts newest first, at or after `since`, of one cause when given; paged by id. */
+/** Hand-acts newest first, at or after `since`, of one cause, actor, act and target when given; paged by id. */
 export function listHandActs(mesh: HandActLog, filter: HandActFilter, page: PageRequest): HandAct[] {
   if (page.limit > HAND_ACTS_PAGE_MAX + 1) throw new Invalid(`at most ${HAND_ACTS_PAGE_MAX} hand-acts a page`, 'first');
   return pageOf(within(mesh, filter), page);

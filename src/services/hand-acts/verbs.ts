@@ -12,10 +12,19 @@ export const recordHandActVerb = actingVerb(
 /** A page of the hand-act log, newest first, as the NATS door answers it: `{handActs, hasNextPage}`. */
 export const handActsVerb = readingVerb(
   'handActs',
-  { first: { type: 'Int' }, after: { type: 'String' }, since: { type: 'DateTime' }, cause: { type: 'String' } },
+  {
+    first: { type: 'Int' },
+    after: { type: 'String' },
+    since: { type: 'DateTime' },
+    cause: { type: 'String' },
+    actor: { type: 'String' },
+    act: { type: 'String' },
+    target: { type: 'String' },
+  },
   async (mesh: HandActLog, args) => {
     const first = args.first ?? HAND_ACTS_PAGE_DEFAULT;
-    const page = listHandActs(mesh, { since: instant(args.since, 'since'), cause: args.cause }, { after: args.after, limit: first + 1 });
+    const filter = { since: instant(args.since, 'since'), cause: args.cause, actor: args.actor, act: args.act, target: args.target };
+    const page = listHandActs(mesh, filter, { after: args.after, limit: first + 1 });
     return { handActs: page.slice(0, first), hasNextPage: page.length > first };
   },
 );

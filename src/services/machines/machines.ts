@@ -59,9 +59,19 @@ const toMachine = (row: MachineRow): Machine => ({
   modules: typeof row.modules === 'string' ? JSON.parse(row.modules) : row.modules,
 });
 
-/** Every machine, by name. One statement. */
-export async function listMachines(db: Db): Promise<Machine[]> {
-  return (await machineQuery(db).orderBy('m.name').execute()).map(toMachine);
+export interface MachineFilter {
+  site?: string | null;
+  /** Only machines in this state, judged at `now` against the expected heartbeat interval, as `machineState` judges. */
+  state?: { is: MachineState; now: Date; heartbeatSeconds: number } | null;
+}
+
+/** Every machine, by name; of one site and in one state when asked. One statement. */
+export async function listMachines(db: Db, filter: MachineFilter = {}): Promise<Machine[]> {
+  let query = machineQuery(db).orderBy('m.name');
+  if (filter.site != null) query = query.where('m.site', '=', checkName(filter.site, 'site'));
+  const machines = (await query.execute()).map(toMachine);
+  const state = filter.state;
+  return state ? machines.filter((m) => machineState(m.lastHeardAt, state.now, state.heartbeatSeconds) === state.is) : machines;
 }
 
 /** The machines named, in the order asked; undefined where none has that name. One statement. */

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { Invalid } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
@@ -11,17 +12,41 @@ export interface SeatInput {
   delivers?: string | null;
   decided?: string | null;
   replicated?: boolean | null;
-  /** The whole protocol as JSON text or a value: `{accepts, emits, serves}`. */
+  /** The whole protocol as JSON text or a value: `{accepts, emits, serves}`; replaces all three lists. */
   protocol?: unknown;
+  /** One list of the protocol each, instead of `protocol`: a list given replaces that list only. */
+  accepts?: unknown;
+  emits?: unknown;
+  serves?: unknown;
+}
+
+const given = (value: unknown): boolean => value !== undefined && value !== null;
+
+/** The protocol columns to write: all three for `protocol`, else only the lists given. */
+function protocolFields(input: SeatInput): { accepts?: string; emits?: string; serves?: string } {
+  const lists = (['accepts', 'emits', 'serves'] as const).filter((list) => given(input[list]));
+  if (given(input.protocol)) {
+    if (lists.length) {
+      throw new Invalid(`protocol is the whole protocol: give it alone, or give ${lists.join(', ')} without it`, 'protocol');
+    }
+    const protocol = parseProtocol(input.protocol);
+    return { accepts: json(protocol.accepts), emits: json(protocol.emits), serves: json(protocol.serves) };
+  }
+  if (!lists.length) return {};
+  // Judged together, so a message names the list as `protocol.<list>…` whichever door it came through.
+  const parsed = parseProtocol(Object.fromEntries(lists.map((list) => [list, input[list]])));
+  return Object.fromEntries(lists.map((list) => [list, json(parsed[list])]));
 }
 
 /**
- * Creates a seat, or changes the one the name resolves to: fields left out keep their value, a
- * protocol given replaces the row's. Refuses a bad name or a protocol that is not well formed.
+ * Creates a seat, or changes the one the name resolves to: fields left out keep their value, each
+ * of accepts, emits and serves separately; `protocol` given replaces all three. Refuses a bad name,
+ * a protocol that is not well formed, and `protocol` beside any of the three lists (Invalid, field
+ * `protocol`).
  */
 export async function defineSeat(db: Kysely<DB>, catalogue: Catalogue, input: SeatInput): Promise<Seat> {
   checkName(input.name, 'name');
-  const protocol = input.protocol === undefined || input.protocol === null ? undefined : parseProtocol(input.protocol);
+  const protocol = protocolFields(input);
   return db.transaction().execute(async (tx) => {
     const present = await resolveSeatName(tx, input.name);
     const fields = {
@@ -29,7 +54,7 @@ export async function defineSeat(db: Kysely<DB>, catalogue: Catalogue, input: Se
       ...(input.delivers != null && { delivers: input.delivers }),
       ...(input.decided != null && { decided: input.decided }),
       ...(input.replicated != null && { replicated: input.replicated }),
-      ...(protocol && { accepts: json(protocol.accepts), emits: json(protocol.emits), serves: json(protocol.serves) }),
+      ...protocol,
     };
     if (present) {
       if (Object.keys(fields).length) await tx.updateTable('seat').set(fields).where('name', '=', present).execute();

@@ -9,7 +9,7 @@ import { lockSeat, type Seat, seatByName } from './seats.js';
  * Gives a seat a new name in one transaction: the old name becomes an alias, aliases of the old
  * name follow, holdings and plans follow (foreign keys cascade). Renaming back drops the alias
  * instead of pointing a name at itself. Refuses the same name, a missing seat, a name that is
- * another seat or another seat's alias.
+ * another seat or another seat's alias, and the controller's own seat (by its name or an alias).
  */
 export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: string, to: string): Promise<Seat> {
   checkName(from, 'from');
@@ -17,6 +17,7 @@ export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: str
   if (from === to) throw new Invalid(`${JSON.stringify(to)} is already the seat's name`, 'to');
   return db.transaction().execute(async (tx) => {
     const current = await lockSeat(tx, from);
+    if (current === catalogue.controller) throw controllerSeatConflict(current, 'renamed');
     if (current === to) throw new Invalid(`${JSON.stringify(from)} is an alias of ${JSON.stringify(to)}, which is already the seat's name`, 'to');
     const taken = await tx.selectFrom('seat').select('name').where('name', '=', to).executeTakeFirst();
     if (taken) throw new Conflict(`a seat named ${JSON.stringify(to)} already exists`);
@@ -27,4 +28,12 @@ export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: str
     await tx.insertInto('seat_alias').values({ alias: current, seat: to }).execute();
     return seatByName(tx, catalogue, to);
   });
+}
+
+/**
+ * The controller's own seat is named by MESH_CONTROLLER: its verbs answer on
+ * `<subjects>.seat.<MESH_CONTROLLER>.*`, so a seat of another name would serve no one.
+ */
+export function controllerSeatConflict(seat: string, what: string): Conflict {
+  return new Conflict(`seat ${JSON.stringify(seat)} is the controller's own (MESH_CONTROLLER): its verbs answer on that name, so it cannot be ${what}`);
 }

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import type { DB, SeatRow } from '../../store/tables.js';
 import type { Catalogue, SeatDefinition } from './catalogue.js';
@@ -15,11 +15,27 @@ export interface Alias {
 }
 
 /**
- * A row's protocol, each empty list standing in for the compiled one of a default seat: a row
- * written before the protocol was data keeps the binary's until seeding fills it.
+ * The default a row comes from: the compiled seat of its name, else of a former name (a renamed
+ * default), as seeding finds it. `defaults` are the row's aliases that name a compiled seat.
  */
-function toSeat(row: SeatRow, catalogue: Catalogue): Seat {
-  const compiled = catalogue.seats.get(row.name);
+function compiledOf(row: SeatRow, defaults: readonly string[], catalogue: Catalogue): SeatDefinition | undefined {
+  const own = catalogue.seats.get(row.name);
+  if (own) return own;
+  for (const alias of defaults) {
+    const compiled = catalogue.seats.get(alias);
+    if (compiled) return compiled;
+  }
+  return undefined;
+}
+
+/**
+ * A row's protocol, each empty list standing in for the compiled one of the default it comes from
+ * (by its name or a former name): a row written before the protocol was data keeps the binary's
+ * until seeding fills it.
+ */
+function toSeat(row: SeatRow & { defaults: unknown }, catalogue: Catalogue): Seat {
+  const defaults = typeof row.defaults === 'string' ? (JSON.parse(row.defaults) as string[]) : ((row.defaults as string[] | null) ?? []);
+  const compiled = compiledOf(row, defaults, catalogue);
   const accepts = readNames(row.accepts);
   const emits = readNames(row.emits);
   const serves = readVerbs(row.serves);
@@ -35,9 +51,18 @@ function toSeat(row: SeatRow, catalogue: Catalogue): Seat {
   };
 }
 
-/** Every seat, by name. */
+/** The seat rows with, in the same statement, each one's aliases that name a default seat. */
+function seatQuery(db: Db, catalogue: Catalogue) {
+  const defaults = [...catalogue.seats.keys()];
+  return db
+    .selectFrom('seat')
+    .selectAll('seat')
+    .select(sql<string[] | null>`(select json_agg(d.alias) from seat_alias d where d.seat = seat.name and d.alias in (${sql.join(defaults)}))`.as('defaults'));
+}
+
+/** Every seat, by name. One statement. */
 export async function listSeats(db: Db, catalogue: Catalogue): Promise<Seat[]> {
-  const rows = await db.selectFrom('seat').selectAll().orderBy('name').execute();
+  const rows = await seatQuery(db, catalogue).orderBy('seat.name').execute();
   return rows.map((row) => toSeat(row, catalogue));
 }
 
@@ -48,10 +73,8 @@ export async function listSeats(db: Db, catalogue: Catalogue): Promise<Seat[]> {
 export async function seatsByNames(db: Db, catalogue: Catalogue, names: readonly string[]): Promise<(Seat | undefined)[]> {
   if (names.length === 0) return [];
   const keys = [...new Set(names)];
-  const rows = await db
-    .selectFrom('seat')
+  const rows = await seatQuery(db, catalogue)
     .leftJoin('seat_alias', 'seat_alias.seat', 'seat.name')
-    .selectAll('seat')
     .select('seat_alias.alias')
     .where((eb) => eb.or([eb('seat.name', 'in', keys), eb('seat_alias.alias', 'in', keys)]))
     .execute();
