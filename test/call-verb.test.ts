@@ -167,11 +167,14 @@ test("a seat's verb defined by an operator is judged against the row, through an
   }
 });
 
-test('callVerb through the NATS door records the forwarded call under the target seat, named by the inbox', async () => {
+test('callVerb through the NATS door records the forwarded call under the target seat, named by its subject', async () => {
   answerWith = () => JSON.stringify({ ok: true, answer: 3 });
   const bob = await connect({ servers: env.env.NATS_URL, inboxPrefix: '_INBOX.bob' });
   try {
-    const reply = await bob.request(`${env.subjects}.seat.${env.controller}.callVerb`, JSON.stringify({ seat: 'queue', verb: 'depth', args: { queue: 'q' } }));
+    const reply = await bob.request(
+      `${env.subjects}.seat.${env.controller}.callVerb.bob`,
+      JSON.stringify({ seat: 'queue', verb: 'depth', args: { queue: 'q' } }),
+    );
     expect(reply.json()).toMatchObject({ ok: true, answer: { seat: 'queue', verb: 'depth', caller: 'bob', door: 'NATS', state: 'OK', answer: '3' } });
     expect(reply.headers?.get('Mesh-Call')).toBe(reply.json<any>().answer.id);
   } finally {

@@ -21,11 +21,12 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const verbSubject = (verb: string) => `${env.subjects}.seat.${env.controller}.${verb}`;
+/** A controller verb's subject, sent by `user` (acting verbs need one), or by nobody in particular (''). */
+const verbSubject = (verb: string, user?: string) => `${env.subjects}.seat.${env.controller}.${verb}${user ? `.${user}` : ''}`;
 
 /** A NATS request to a controller verb: the answer body and the call id from the Mesh-Call header. */
-async function natsCall(conn: NatsConnection, verb: string, body: string | object = {}) {
-  const reply = await conn.request(verbSubject(verb), typeof body === 'string' ? body : JSON.stringify(body), { timeout: 10_000 });
+async function natsCall(conn: NatsConnection, verb: string, body: string | object = {}, user = 'tester') {
+  const reply = await conn.request(verbSubject(verb, user), typeof body === 'string' ? body : JSON.stringify(body), { timeout: 10_000 });
   return { body: reply.json<any>(), callId: reply.headers?.get('Mesh-Call') };
 }
 
@@ -62,18 +63,19 @@ test("the controller's seat row shows this build's verbs", async () => {
   expect(data.seat.serves).toEqual(CONTROLLER_VERBS);
 });
 
-test('a NATS caller is named from its inbox; a default inbox is unnamed', async () => {
+test('a NATS caller is named from its subject; an act on the unnamed subject is refused, whatever its inbox', async () => {
   const alice = await connect({ servers: env.env.NATS_URL, inboxPrefix: '_INBOX.alice' });
   try {
-    const { body, callId } = await natsCall(alice, 'recordHandAct', { act: 'cleared-queue', why: 'backlog after outage', cause: 'broker-restart' });
+    const { body, callId } = await natsCall(alice, 'recordHandAct', { act: 'cleared-queue', why: 'backlog after outage', cause: 'broker-restart' }, 'alice');
     expect(body).toMatchObject({ ok: true, answer: { act: 'cleared-queue', actor: 'alice', callId } });
     const call = (await callById(callId!)).data.call;
     expect(call).toMatchObject({ caller: 'alice', door: 'NATS', state: 'OK', verb: 'recordHandAct' });
+    const inboxOnly = await natsCall(alice, 'recordHandAct', { act: 'probe', why: 'named by inbox only' }, '');
+    expect(inboxOnly.body).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
+    expect((await callById(inboxOnly.callId!)).data.call).toMatchObject({ caller: 'unnamed', door: 'NATS', state: 'FAILED', errorCode: 'FORBIDDEN' });
   } finally {
     await alice.close();
   }
-  const { callId } = await natsCall(nc, 'recordHandAct', { act: 'probe', why: 'a default inbox' });
-  expect((await callById(callId!)).data.call).toMatchObject({ caller: 'unnamed', door: 'NATS', state: 'OK' });
   const { data } = await gateway.gql(`{ calls(caller: "alice") { edges { node { caller verb } } } }`);
   expect(data.calls.edges.map((e: any) => e.node)).toEqual([{ caller: 'alice', verb: 'recordHandAct' }]);
 });

@@ -170,7 +170,7 @@ test('forgetMachine is refused while the machine runs a module holding a seat, r
 test('the cleanup verbs answer over NATS too, recording the call and the hand-act', async () => {
   const seat = await aSeat();
   await gw.gql(RENAME_SEAT, { from: seat, to: `${seat}-x` });
-  const reply = await gw.mesh.bus.nc.request(`${env.subjects}.seat.${env.controller}.removeAlias`, JSON.stringify({ alias: seat, why: 'over NATS' }), {
+  const reply = await gw.mesh.bus.nc.request(`${env.subjects}.seat.${env.controller}.removeAlias.ops`, JSON.stringify({ alias: seat, why: 'over NATS' }), {
     timeout: 5000,
   });
   const body = reply.json<{ ok: boolean; answer: { name: string } }>();

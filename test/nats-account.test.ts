@@ -11,7 +11,7 @@ const CONF = fileURLToPath(new URL('../docs/nats-account.conf', import.meta.url)
 const CONTROLLER = 'mesh-controller';
 // nats-server parses a variable's value as a config value: one starting with a digit fails to parse.
 const password = () => `pw${randomBytes(12).toString('hex')}`;
-const passwords = { controller: password(), alice: password() };
+const passwords = { controller: password(), alice: password(), m1: password() };
 
 let server: NatsServer;
 let database: Awaited<ReturnType<typeof freshDatabase>>;
@@ -21,7 +21,11 @@ const children: ChildGateway[] = [];
 beforeAll(async () => {
   server = await startNatsServer({
     conf: CONF,
-    env: { MESH_CONTROLLER_NATS_PASSWORD: passwords.controller, MESH_AGENT_ALICE_NATS_PASSWORD: passwords.alice },
+    env: {
+      MESH_CONTROLLER_NATS_PASSWORD: passwords.controller,
+      MESH_AGENT_ALICE_NATS_PASSWORD: passwords.alice,
+      MESH_AGENT_M1_NATS_PASSWORD: passwords.m1,
+    },
     probe: { user: CONTROLLER, pass: passwords.controller },
   });
   database = await freshDatabase('account');
@@ -75,7 +79,9 @@ test('the gateway runs under the least-privilege user through a call, a hand-act
   const reply = await alice.request(`mesh.seat.${CONTROLLER}.handActs`, JSON.stringify({ cause: 'policy' }), { timeout: 5_000 });
   expect(reply.json()).toMatchObject({ ok: true, answer: { handActs: [{ id: act.id, why: 'quarterly rotation' }] } });
   expect(reply.headers?.get('Mesh-Call')).toBeUndefined(); // a read is not kept
-  const acted = await alice.request(`mesh.seat.${CONTROLLER}.recordHandAct`, JSON.stringify({ act: 'drained-node', why: 'kernel update' }), { timeout: 5_000 });
+  const acted = await alice.request(`mesh.seat.${CONTROLLER}.recordHandAct.alice`, JSON.stringify({ act: 'drained-node', why: 'kernel update' }), {
+    timeout: 5_000,
+  });
   const aliceAct = acted.json<any>().answer;
   const natsCallId = acted.headers?.get('Mesh-Call');
   await alice.close();

@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 const natsCall = async (verb: string, body: unknown = {}) => {
-  const reply = await nc.request(`${env.subjects}.seat.${env.controller}.${verb}`, JSON.stringify(body), { timeout: 5_000 });
+  const reply = await nc.request(`${env.subjects}.seat.${env.controller}.${verb}.poller`, JSON.stringify(body), { timeout: 5_000 });
   return { body: reply.json<any>(), callId: reply.headers?.get('Mesh-Call') };
 };
 

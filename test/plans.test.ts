@@ -128,7 +128,7 @@ test('bad pushes are typed errors and change nothing', async () => {
 test('the NATS door runs the same verbs: push, then stop, answered with the plan', async () => {
   const alice = await connect({ servers: env.env.NATS_URL, inboxPrefix: '_INBOX.alice' });
   try {
-    const subject = (verb: string) => `${env.subjects}.seat.${env.controller}.${verb}`;
+    const subject = (verb: string) => `${env.subjects}.seat.${env.controller}.${verb}.alice`;
     const pushed = (await alice.request(subject('push'), JSON.stringify({ seat: 'queues', build: 'b6', tiers: [['p-a']], why: 'over NATS' }))).json<any>();
     expect(pushed).toMatchObject({ ok: true, answer: { seat: 'queues', build: 'b6', state: 'OPEN', tiers: [['p-a']] } });
     const stopped = (await alice.request(subject('stopPlan'), JSON.stringify({ id: pushed.answer.id, why: 'over NATS too' }))).json<any>();

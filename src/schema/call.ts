@@ -33,7 +33,9 @@ export const CallRef = builder.objectRef<Call>('Call').implement({
       resolve: (c) => c.args,
     }),
     argsTruncated: t.exposeBoolean('argsTruncated'),
-    caller: t.exposeString('caller', { description: "A GraphQL token's name, or the name in a NATS caller's inbox (`_INBOX.<caller>.…`), else `unnamed`." }),
+    caller: t.exposeString('caller', {
+      description: "A GraphQL token's name, or on NATS the user in the subject (`<subjects>.seat.<controller>.<verb>.<user>`), else `unnamed`.",
+    }),
     door: t.field({ type: CallDoorEnum, resolve: (c) => c.door }),
     state: t.field({ type: CallStateEnum, resolve: (c) => c.state }),
     startedAt: t.field({ type: 'DateTime', resolve: (c) => c.startedAt }),

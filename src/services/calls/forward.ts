@@ -102,14 +102,16 @@ export interface ForwardMesh extends CallsMesh {
   db: Db;
   catalogue: Catalogue;
   bus: Pick<Bus, 'nc'>;
-  subjects: Pick<Subjects, 'seatVerb'>;
+  subjects: Pick<Subjects, 'seatVerb' | 'seatVerbAs'>;
   logger: Logger;
+  config: { controller: string; replica: string };
 }
 
 /**
  * Headers a forwarded call carries so that, when the seat called is the controller's own, the
- * inner call is recorded under the original caller and names the outer call. The responder
- * trusts them only on a request whose answer goes to the controller's own inbox.
+ * inner call is recorded under the original caller and names the outer call. The controller sends
+ * such a call on its own named subject (`<root>.seat.<controller>.<verb>.<controller>`), which the
+ * account lets only the controller publish to; the responder trusts the headers only there.
  */
 export const CALLER_HEADER = 'Mesh-Caller';
 export const OUTER_CALL_HEADER = 'Mesh-Outer-Call';
@@ -157,7 +159,10 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
   // rename: the canonical name is tried first, then each alias while nobody answers.
   for (const name of [call.seat, ...((await aliasesOfSeats(mesh.db, [call.seat]))[0] ?? [])]) {
     try {
-      text = (await mesh.bus.nc.request(mesh.subjects.seatVerb(name, verb.name), JSON.stringify(args), { timeout, headers: h })).string();
+      // The controller's own verbs are sent on its named subject: the caller it forwards is then believed.
+      const subject =
+        name === mesh.config.controller ? mesh.subjects.seatVerbAs(name, verb.name, mesh.config.controller) : mesh.subjects.seatVerb(name, verb.name);
+      text = (await mesh.bus.nc.request(subject, JSON.stringify(args), { timeout, headers: h })).string();
       break;
     } catch (error) {
       failure ??= error;

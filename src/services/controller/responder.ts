@@ -1,5 +1,5 @@
 import { headers, type Msg, type Subscription } from '@nats-io/transport-node';
-import { Invalid } from '../../kernel/errors.js';
+import { Forbidden, Invalid } from '../../kernel/errors.js';
 import { ID_PATTERN } from '../../kernel/ids.js';
 import { isName } from '../../kernel/names.js';
 import { CALLER_HEADER, OUTER_CALL_HEADER } from '../calls/forward.js';
@@ -13,21 +13,19 @@ export const NATS_BODY_MAX = 1024 * 1024;
 /** Requests handled at once by one replica; past this a request is answered BUSY at once, not queued without end. */
 export const RESPONDER_IN_FLIGHT_MAX = 256;
 
-const NUID = /^[0-9A-Za-z]{22}$/;
-
 /**
- * The caller of a NATS call, named from the inbox its answer goes to: `_INBOX.<caller>.…`, as a
- * client sets with its inbox prefix. A client's default inbox (`_INBOX.<nuid>.<token>`), any other
- * reply subject, or none, gives `unnamed`. A label, not proof: the shipped account config lets
- * each user subscribe only to its own inbox prefix, which is what makes it honest.
+ * Who sent a request to the controller, read from its subject. `<root>.seat.<controller>.<verb>.<user>`
+ * names the user: the shipped account (docs/nats-account.conf) lets each user publish only under its
+ * own name there, so the NATS server, not the caller, vouches for it. `<root>.seat.<controller>.<verb>`
+ * names nobody (`unnamed`): reading verbs are answered there, acting ones refused. The reply inbox
+ * is never read: NATS does not check reply subjects, so anyone may give another user's inbox.
  */
-export function callerFromInbox(reply: string | undefined): string {
-  if (!reply) return 'unnamed';
-  const tokens = reply.split('.');
-  if (tokens[0] !== '_INBOX' || tokens.length < 3) return 'unnamed';
-  const name = tokens[1]!;
-  if (tokens.length === 3 && NUID.test(name)) return 'unnamed';
-  return isName(name) ? name : 'unnamed';
+export function callerFromSubject(prefix: string, subject: string): { verb: string; caller: string; named: boolean } {
+  const rest = subject.startsWith(prefix) ? subject.slice(prefix.length).split('.') : [subject];
+  const verb = rest[0] ?? '';
+  const user = rest[1];
+  if (user !== undefined && rest.length === 2 && isName(user)) return { verb, caller: user, named: true };
+  return { verb, caller: 'unnamed', named: false };
 }
 
 const encoder = new TextEncoder();
@@ -68,27 +66,36 @@ function readBody(data: Uint8Array): unknown {
 }
 
 /**
- * The caller of a request, from its inbox; and for a call the controller forwarded to its own seat
- * (callVerb: the answer goes to the controller's own inbox), the original caller and the outer
- * call, from the headers forwardCall sets.
+ * The caller of a request, from its subject; and for a call the controller forwarded to its own seat
+ * (callVerb, sent on the controller's own named subject, which only the controller may publish to),
+ * the original caller and the outer call, from the headers forwardCall sets.
  */
-function whoCalls(mesh: Mesh, msg: Msg): { caller: string; outerCallId: string | undefined } {
-  const caller = callerFromInbox(msg.reply);
-  if (caller !== mesh.config.controller) return { caller, outerCallId: undefined };
+function whoCalls(mesh: Mesh, msg: Msg): { verb: string; caller: string; named: boolean; outerCallId: string | undefined } {
+  const { verb, caller, named } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, msg.subject);
+  if (!named || caller !== mesh.config.controller) return { verb, caller, named, outerCallId: undefined };
   const original = msg.headers?.get(CALLER_HEADER);
   const outer = msg.headers?.get(OUTER_CALL_HEADER);
-  return { caller: original && isName(original) ? original : caller, outerCallId: outer && ID_PATTERN.test(outer) ? outer : undefined };
+  return {
+    verb,
+    caller: original && isName(original) ? original : caller,
+    named,
+    outerCallId: outer && ID_PATTERN.test(outer) ? outer : undefined,
+  };
 }
 
 async function handle(mesh: Mesh, msg: Msg): Promise<void> {
-  const verb = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
-  const { caller, outerCallId } = whoCalls(mesh, msg);
+  const { verb, caller, named, outerCallId } = whoCalls(mesh, msg);
   const door = 'NATS' as const;
   const known = controllerVerb(verb);
   let args: unknown;
   try {
     if (!msg.reply) throw new Invalid('a verb call needs a reply subject: send it as a request', 'reply');
     args = readBody(msg.data);
+    if (known && (known.acting || known.recordsItsOwnCall) && !named) {
+      throw new Forbidden(
+        `${verb} acts under its caller's name: send it to ${mesh.subjects.seatVerbAs(mesh.config.controller, verb, '<your NATS user>')}, which only that user may publish to`,
+      );
+    }
   } catch (error) {
     // A refused read is not kept either; a refused act, or a verb nobody serves, is.
     if (known && !known.acting && !known.recordsItsOwnCall) return answer(mesh, msg, { ok: false, error: callErrorOf(error) });
@@ -118,27 +125,28 @@ export interface Responder {
 export function startResponder(mesh: Mesh): Responder {
   let inFlight = 0;
   const pending = new Set<Promise<void>>();
-  const sub: Subscription = mesh.bus.nc.subscribe(mesh.subjects.seatVerbs(mesh.config.controller), {
-    queue: mesh.config.controller,
-    callback: (err, msg) => {
-      if (err) return mesh.logger.error({ err }, 'controller verb subscription failed');
-      if (inFlight >= RESPONDER_IN_FLIGHT_MAX) {
-        mesh.logger.warn({ subject: msg.subject, inFlight }, 'controller verb refused: too many in flight');
-        return answer(mesh, msg, { ok: false, error: { code: 'BUSY', message: 'too many calls in flight; try again' } });
-      }
-      inFlight++;
-      const done: Promise<void> = handle(mesh, msg)
-        .catch((error) => mesh.logger.error({ err: error, subject: msg.subject }, 'controller verb request failed'))
-        .finally(() => {
-          inFlight--;
-          pending.delete(done);
-        });
-      pending.add(done);
-    },
-  });
+  const callback = (err: Error | null, msg: Msg) => {
+    if (err) return mesh.logger.error({ err }, 'controller verb subscription failed');
+    if (inFlight >= RESPONDER_IN_FLIGHT_MAX) {
+      mesh.logger.warn({ subject: msg.subject, inFlight }, 'controller verb refused: too many in flight');
+      return answer(mesh, msg, { ok: false, error: { code: 'BUSY', message: 'too many calls in flight; try again' } });
+    }
+    inFlight++;
+    const done: Promise<void> = handle(mesh, msg)
+      .catch((error) => mesh.logger.error({ err: error, subject: msg.subject }, 'controller verb request failed'))
+      .finally(() => {
+        inFlight--;
+        pending.delete(done);
+      });
+    pending.add(done);
+  };
+  // Unnamed (reads from any client) and named by the sending user (acts): see callerFromSubject.
+  const subs: Subscription[] = [mesh.subjects.seatVerbs(mesh.config.controller), mesh.subjects.seatVerbsNamed(mesh.config.controller)].map((subject) =>
+    mesh.bus.nc.subscribe(subject, { queue: mesh.config.controller, callback }),
+  );
   return {
     async stop() {
-      await sub.drain().catch(() => sub.unsubscribe());
+      await Promise.all(subs.map((sub) => sub.drain().catch(() => sub.unsubscribe())));
       await Promise.allSettled([...pending]);
     },
   };
