@@ -280,12 +280,21 @@ export const countRunningCalls = (mesh: CallsMesh): number => mesh.views.calls.v
 /**
  * Marks a RUNNING call ABANDONED with compare-and-set on the revision it was read at, so two
  * replicas starting at once cannot both write it, and a call that just finished is left alone.
- * True when this replica marked it.
+ * When its work was done — `doneBy`, the hand-act it left, exists — the call is recorded OK
+ * instead, its answer saying the work was done and the answer lost (`reason`), so the calls and the
+ * hand-acts never contradict each other. True when this replica marked it.
  */
-export async function abandonCall(mesh: CallsMesh, id: string, revision: number, reason: string): Promise<boolean> {
+export async function abandonCall(mesh: CallsMesh, id: string, revision: number, reason: string, doneBy?: string): Promise<boolean> {
   const found = await readCall(mesh, id);
   if (!found || found.revision !== revision || found.call.state !== 'RUNNING') return false;
-  const call: Call = { ...found.call, state: 'ABANDONED', endedAt: new Date().toISOString(), error: { code: 'ABANDONED', message: reason } };
+  const endedAt = new Date().toISOString();
+  let call: Call;
+  if (doneBy) {
+    const text = JSON.stringify({ done: true, handActId: doneBy, note: `done; the answer was lost: ${reason}` });
+    call = { ...found.call, state: 'OK', endedAt, answer: text, answerTruncated: false, answerBytes: Buffer.byteLength(text) };
+  } else {
+    call = { ...found.call, state: 'ABANDONED', endedAt, error: { code: 'ABANDONED', message: reason } };
+  }
   try {
     const next = await mesh.buckets.calls.update(id, JSON.stringify(call), revision);
     mesh.views.calls.apply(id, summary(call), next);

@@ -12,6 +12,15 @@ import { controllerVerb } from './verbs.js';
 export const NATS_BODY_MAX = 1024 * 1024;
 /** Requests handled at once by one replica; past this a request is answered BUSY at once, not queued without end. */
 export const RESPONDER_IN_FLIGHT_MAX = 256;
+/**
+ * BUSY refusals of acts being recorded at once; past this a BUSY act is answered unrecorded (and
+ * logged), so that recording refusals under a flood cannot itself grow without bound.
+ */
+export const BUSY_RECORDING_MAX = 64;
+/** What a refused call keeps of a body it could not judge: the first 4 KiB, as text. */
+const REFUSED_BODY_KEPT = 4096;
+
+const BUSY = { code: 'BUSY', message: 'too many calls in flight; try again' };
 
 /**
  * Who sent a request to the controller, read from its subject. `<root>.seat.<controller>.<verb>.<user>`
@@ -99,7 +108,7 @@ async function handle(mesh: Mesh, msg: Msg): Promise<void> {
   } catch (error) {
     // A refused read is not kept either; a refused act, or a verb nobody serves, is.
     if (known && !known.acting && !known.recordsItsOwnCall) return answer(mesh, msg, { ok: false, error: callErrorOf(error) });
-    const raw = msg.data.length > NATS_BODY_MAX ? `(${msg.data.length} bytes, not kept)` : new TextDecoder().decode(msg.data.subarray(0, 4096));
+    const raw = msg.data.length > NATS_BODY_MAX ? `(${msg.data.length} bytes, not kept)` : new TextDecoder().decode(msg.data.subarray(0, REFUSED_BODY_KEPT));
     const refused = await refuseCall(mesh, { seat: mesh.config.controller, verb, args: raw, caller, door, outerCallId }, callErrorOf(error));
     return answer(mesh, msg, { ok: false, error: callErrorOf(error) }, refused.id);
   }
@@ -124,12 +133,37 @@ export interface Responder {
  */
 export function startResponder(mesh: Mesh): Responder {
   let inFlight = 0;
+  let recordingBusy = 0;
   const pending = new Set<Promise<void>>();
+  /** A BUSY answer; for an act (or a verb nobody serves) recorded as a refused call first, as any refusal is. */
+  const refuseBusy = (msg: Msg) => {
+    const { verb, caller, outerCallId } = whoCalls(mesh, msg);
+    const known = controllerVerb(verb);
+    const kept = !known || known.acting || known.recordsItsOwnCall;
+    if (!kept || !msg.reply) return answer(mesh, msg, { ok: false, error: BUSY });
+    if (recordingBusy >= BUSY_RECORDING_MAX) {
+      mesh.logger.warn({ subject: msg.subject, caller }, 'controller verb refused BUSY, not recorded: too many refusals being recorded');
+      return answer(mesh, msg, { ok: false, error: BUSY });
+    }
+    recordingBusy++;
+    const args = msg.data.length > NATS_BODY_MAX ? `(${msg.data.length} bytes, not kept)` : new TextDecoder().decode(msg.data.subarray(0, REFUSED_BODY_KEPT));
+    const done: Promise<void> = refuseCall(mesh, { seat: mesh.config.controller, verb: verb.slice(0, 200), args, caller, door: 'NATS', outerCallId }, BUSY)
+      .then((refused) => answer(mesh, msg, { ok: false, error: BUSY }, refused.id))
+      .catch((error) => {
+        mesh.logger.error({ err: error, subject: msg.subject }, 'could not record a BUSY refusal');
+        answer(mesh, msg, { ok: false, error: BUSY });
+      })
+      .finally(() => {
+        recordingBusy--;
+        pending.delete(done);
+      });
+    pending.add(done);
+  };
   const callback = (err: Error | null, msg: Msg) => {
     if (err) return mesh.logger.error({ err }, 'controller verb subscription failed');
     if (inFlight >= RESPONDER_IN_FLIGHT_MAX) {
       mesh.logger.warn({ subject: msg.subject, inFlight }, 'controller verb refused: too many in flight');
-      return answer(mesh, msg, { ok: false, error: { code: 'BUSY', message: 'too many calls in flight; try again' } });
+      return refuseBusy(msg);
     }
     inFlight++;
     const done: Promise<void> = handle(mesh, msg)

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
 import { abandonCall, type CallsMesh } from '../calls/records.js';
+import type { HandActLog } from '../hand-acts/hand-acts.js';
 
 /** A replica that stops refreshing loses its lease after this: "within seconds", as DESIGN.md asks. */
 export const LEASE_TTL_MS = 6_000;
@@ -103,7 +104,10 @@ export interface Leases {
    * replicas. News from before it may have gone unheard while no replica ran.
    */
   continuousSince(): Date;
-  /** Marks ABANDONED the RUNNING calls of replicas whose lease is gone; returns how many this replica marked. */
+  /**
+   * Marks ABANDONED the RUNNING calls of replicas whose lease is gone — OK instead when the call's
+   * hand-act shows its work done; returns how many this replica marked.
+   */
   sweep(): Promise<number>;
   /** Stops refreshing and gives up this replica's leases. */
   stop(): Promise<void>;
@@ -115,7 +119,7 @@ export interface Leases {
  * the lease, contends for the serving lease and sweeps again, so a replica that died while others
  * run has its calls marked within seconds, not at the next restart.
  */
-export async function startLeases(mesh: CallsMesh & LeaseMesh & { logger: Logger }, jsm: JetStreamManager): Promise<Leases> {
+export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & LeaseMesh & { logger: Logger }, jsm: JetStreamManager): Promise<Leases> {
   const { buckets, config, logger } = mesh;
   const startedAt = new Date();
   const startedIso = startedAt.toISOString();
@@ -138,15 +142,29 @@ export async function startLeases(mesh: CallsMesh & LeaseMesh & { logger: Logger
       .map((e) => e.value.replica);
   };
 
+  /** The hand-act each call left, by call id; built only when some call is to be marked. */
+  const handActsByCall = () => {
+    const byCall = new Map<string, string>();
+    for (const { value } of mesh.views.handActs.values()) if (value.callId) byCall.set(value.callId, value.id);
+    return byCall;
+  };
+
   const sweep = async () => {
     const live = new Set(liveReplicas());
     let marked = 0;
+    let done = 0;
+    let acts: Map<string, string> | undefined;
     for (const { key, value: call, revision } of mesh.views.calls.values()) {
       if (call.state !== 'RUNNING') continue;
       const earlierSelf = call.replica === me && Date.parse(call.startedAt) < startedAt.getTime();
       if (call.replica === me ? !earlierSelf : live.has(call.replica)) continue;
+      acts ??= handActsByCall();
+      const handAct = acts.get(key);
       const reason = earlierSelf ? `replica ${me} restarted while the call ran` : `replica ${call.replica} stopped while the call ran (its lease is gone)`;
-      if (await abandonCall(mesh, key, revision, reason)) marked++;
+      if (await abandonCall(mesh, key, revision, reason, handAct)) {
+        marked++;
+        if (handAct) done++;
+      }
     }
     const now = Date.now();
     for (const entry of view.values()) {
@@ -154,7 +172,7 @@ export async function startLeases(mesh: CallsMesh & LeaseMesh & { logger: Logger
         await buckets.leases.delete(entry.key, { previousSeq: entry.revision }).catch(() => undefined);
       }
     }
-    if (marked) logger.info({ marked }, 'calls of stopped replicas marked ABANDONED');
+    if (marked) logger.info({ marked, doneBeforeTheStop: done }, 'calls of stopped replicas settled: ABANDONED, or OK when their hand-act shows the work done');
     return marked;
   };
 
