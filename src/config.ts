@@ -28,6 +28,8 @@ export interface Config {
   /** This process's name among the replicas; unique per start. */
   replica: string;
   logLevel: string;
+  /** On SIGTERM, how long in-flight HTTP requests and running calls may take to finish, in seconds (MESH_DRAIN_S). */
+  drainSeconds: number;
   production: boolean;
   introspection: boolean;
 }
@@ -73,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: resolve(env.MESH_DATA_DIR || '.mesh'),
     replica: env.MESH_REPLICA || `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`,
     logLevel: env.LOG_LEVEL || 'info',
+    drainSeconds: int(env, 'MESH_DRAIN_S', 10),
     production: env.NODE_ENV === 'production',
     introspection: env.MESH_INTROSPECTION !== 'off',
   };

@@ -100,7 +100,25 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());
     logger.info({ url, replica: config.replica }, 'serving GraphQL (GraphiQL in a browser at this address)');
-    return { url, mesh, http, news, composer, stop: stopAll };
+    let stopping: Promise<void> | undefined;
+    // Drain first: not ready, no new operation, in-flight requests and calls finish (up to MESH_DRAIN_S); then close.
+    const stop = () =>
+      (stopping ??= (async () => {
+        http.drain.begin();
+        logger.info({ inFlight: http.drain.inFlight(), drainSeconds: config.drainSeconds }, 'draining: not ready, taking no new operations');
+        let timer: NodeJS.Timeout | undefined;
+        const finished = await Promise.race([
+          Promise.all([http.drain.idle(), responder.stop()]).then(() => true),
+          new Promise<false>((resolve) => {
+            timer = setTimeout(() => resolve(false), config.drainSeconds * 1000);
+          }),
+        ]);
+        clearTimeout(timer);
+        if (finished) logger.info('drained: nothing in flight');
+        else logger.warn({ inFlight: http.drain.inFlight() }, 'drain time is up; closing with work in flight');
+        await stopAll();
+      })());
+    return { url, mesh, http, news, composer, stop };
   } catch (error) {
     await stopAll();
     throw error;

@@ -2,7 +2,8 @@ import { ConfigError, loadConfig } from './config.js';
 import { startGateway } from './gateway.js';
 import { createLogger } from './logger.js';
 
-const SHUTDOWN_GRACE_MS = 10_000;
+/** After the drain (MESH_DRAIN_S), closing the store, NATS and the listener may take this long before the process gives up. */
+const CLOSE_AFTER_DRAIN_MS = 10_000;
 
 async function main(): Promise<void> {
   let config;
@@ -22,8 +23,10 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
+    // Always longer than the drain, so in-flight work gets its MESH_DRAIN_S.
+    const SHUTDOWN_GRACE_MS = config.drainSeconds * 1000 + CLOSE_AFTER_DRAIN_MS;
     setTimeout(() => {
-      logger.error('shutdown took too long; exiting');
+      logger.error({ graceMs: SHUTDOWN_GRACE_MS }, 'shutdown took too long; exiting');
       process.exit(1);
     }, SHUTDOWN_GRACE_MS).unref();
     gateway.stop().then(

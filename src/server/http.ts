@@ -15,6 +15,7 @@ import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { serveGraphqlWs } from './graphql-ws.js';
+import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
 
 /** Limits on what one operation may ask, so no query however deep or wide takes the process down. */
@@ -37,6 +38,8 @@ export interface HttpApp {
   fanout?: Fanout;
   /** Keeps `status` query responses per composition (absent without a status feed). */
   statusCache?: StatusQueryCache;
+  /** `/ready`, the requests in flight, and the refusal of new ones once draining (SIGTERM). */
+  drain: Drain;
   start(host: string, port: number): Promise<string>;
   stop(): Promise<void>;
 }
@@ -114,8 +117,16 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     ],
   });
 
-  const server = createServer(yoga);
-  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: 1 << 20 });
+  const drain = createDrain(mesh.config.replica);
+  const server = createServer(drain.handler(yoga));
+  const wss = new WebSocketServer({
+    server,
+    path: '/graphql',
+    maxPayload: 1 << 20,
+    // A draining replica takes no new socket: the client reconnects elsewhere.
+    verifyClient: (_info, accept) =>
+      drain.draining ? accept(false, 503, 'the gateway is stopping', { 'Retry-After': String(DRAIN_RETRY_AFTER_S) }) : accept(true),
+  });
 
   const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout });
 
@@ -125,6 +136,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     wss,
     fanout,
     statusCache,
+    drain,
     start: (host, port) =>
       new Promise((resolve, reject) => {
         server.once('error', reject);

@@ -123,6 +123,7 @@ async function handle(mesh: Mesh, msg: Msg): Promise<void> {
 }
 
 export interface Responder {
+  /** Takes no new request (the queue group's other replicas get them) and resolves once those in flight are answered. */
   stop(): Promise<void>;
 }
 
@@ -178,10 +179,13 @@ export function startResponder(mesh: Mesh): Responder {
   const subs: Subscription[] = [mesh.subjects.seatVerbs(mesh.config.controller), mesh.subjects.seatVerbsNamed(mesh.config.controller)].map((subject) =>
     mesh.bus.nc.subscribe(subject, { queue: mesh.config.controller, callback }),
   );
+  let stopped: Promise<void> | undefined;
   return {
-    async stop() {
-      await Promise.all(subs.map((sub) => sub.drain().catch(() => sub.unsubscribe())));
-      await Promise.allSettled([...pending]);
-    },
+    // Once: the gateway's drain calls it, and its stop again.
+    stop: () =>
+      (stopped ??= (async () => {
+        await Promise.all(subs.map((sub) => sub.drain().catch(() => sub.unsubscribe())));
+        await Promise.allSettled([...pending]);
+      })()),
   };
 }

@@ -1,0 +1,88 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+
+/** What a draining replica asks clients to wait before retrying: about the time a balancer takes to stop sending here. */
+export const DRAIN_RETRY_AFTER_S = 5;
+
+/** The answer of `GET /ready`. The dashboard issue adds the store, NATS and composition checks here. */
+interface Readiness {
+  ready: boolean;
+  /** True from SIGTERM on: the replica finishes what it has and takes nothing new. */
+  draining: boolean;
+  replica: string;
+}
+
+/** `GET /ready`: 200 `{"ready":true,…}` while this replica takes operations, 503 while it drains. */
+function readiness(state: { draining: boolean; replica: string }): { status: 200 | 503; body: Readiness } {
+  const ready = !state.draining;
+  return { status: ready ? 200 : 503, body: { ready, draining: state.draining, replica: state.replica } };
+}
+
+/**
+ * The HTTP side of a graceful stop: answers `/ready`, counts the requests in flight, and once
+ * `begin()` is called answers every new request 503 with `Retry-After` while those in flight finish.
+ */
+export interface Drain {
+  readonly draining: boolean;
+  begin(): void;
+  /** How many HTTP requests are being answered. */
+  inFlight(): number;
+  /** Resolves once no HTTP request is in flight. */
+  idle(): Promise<void>;
+  /** Wraps the app's request listener with `/ready`, the count and the refusal. */
+  handler(next: RequestListener): RequestListener;
+}
+
+export function createDrain(replica: string): Drain {
+  let draining = false;
+  let inFlight = 0;
+  // At most one waiter per stop: the gateway's drain.
+  let waiters: (() => void)[] = [];
+  const settle = () => {
+    if (inFlight > 0) return;
+    const ready = waiters;
+    waiters = [];
+    for (const resolve of ready) resolve();
+  };
+  const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers });
+    res.end(JSON.stringify(body));
+  };
+  return {
+    get draining() {
+      return draining;
+    },
+    begin() {
+      draining = true;
+    },
+    inFlight: () => inFlight,
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
+    handler: (next) => (req: IncomingMessage, res: ServerResponse) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (path === '/ready' && (req.method === 'GET' || req.method === 'HEAD')) {
+        const answer = readiness({ draining, replica });
+        return json(res, answer.status, answer.body);
+      }
+      if (draining) {
+        return json(
+          res,
+          503,
+          { errors: [{ message: 'the gateway is stopping; try again', extensions: { code: 'UNAVAILABLE' } }] },
+          { 'retry-after': String(DRAIN_RETRY_AFTER_S), connection: 'close' },
+        );
+      }
+      // A subscription over SSE lasts as long as its client: it is closed at the stop, not waited for.
+      if ((req.headers.accept ?? '').includes('text/event-stream')) return next(req, res);
+      inFlight++;
+      let counted = true;
+      const finish = () => {
+        if (!counted) return;
+        counted = false;
+        inFlight--;
+        settle();
+      };
+      res.once('finish', finish);
+      res.once('close', finish);
+      next(req, res);
+    },
+  };
+}

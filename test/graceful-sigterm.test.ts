@@ -1,0 +1,91 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import WebSocket from 'ws';
+import { type ChildGateway, spawnGateway } from './fixtures/child.js';
+import { type TestEnv, testEnv } from './fixtures/services.js';
+
+let env: TestEnv;
+let nc: NatsConnection;
+const children: ChildGateway[] = [];
+/** The queue seat's holder (this test) answers each depth request after this long. */
+const ANSWER_AFTER_MS = 1_000;
+const IN_FLIGHT = 4;
+let heard = 0;
+
+beforeAll(async () => {
+  env = await testEnv('drain');
+  nc = await connect({ servers: env.env.NATS_URL });
+  nc.subscribe(`${env.subjects}.seat.queue.depth`, {
+    callback: (_err, msg) => {
+      heard++;
+      setTimeout(() => msg.respond(JSON.stringify({ ok: true, answer: { depth: 5 } })), ANSWER_AFTER_MS);
+    },
+  });
+  await nc.flush();
+});
+afterAll(async () => {
+  for (const child of children) await child.kill();
+  await nc?.close();
+  await env?.cleanup();
+});
+
+async function start(): Promise<ChildGateway> {
+  const child = await spawnGateway(env.env);
+  children.push(child);
+  return child;
+}
+
+const CALL_VERB = `mutation { callVerb(seat: "queue", verb: "depth", args: { queue: "orders" }, timeoutMs: 5000) {
+  ... on MutationCallVerbSuccess { data { id state } } ... on Error { code message } } }`;
+
+const post = (url: string, query: string) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query }) });
+
+/** Whether a new graphql-ws socket is let in: the HTTP status of the refusal, or 101 when it opens. */
+const socketStatus = (url: string) =>
+  new Promise<number>((resolve) => {
+    const ws = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    ws.once('open', () => {
+      ws.close();
+      resolve(101);
+    });
+    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.once('error', () => resolve(0));
+  });
+
+test('on SIGTERM the gateway reports not ready at once, refuses new operations, lets in-flight requests finish, and exits 0 leaving no call RUNNING or ABANDONED', async () => {
+  const gateway = await start();
+  const origin = new URL(gateway.url).origin;
+  const ready = await fetch(`${origin}/ready`);
+  expect(ready.status).toBe(200);
+  expect(await ready.json()).toMatchObject({ ready: true, draining: false });
+  expect(await socketStatus(gateway.url)).toBe(101);
+
+  const inFlight = Array.from({ length: IN_FLIGHT }, () => post(gateway.url, CALL_VERB));
+  await expect.poll(() => heard, { timeout: 10_000 }).toBe(IN_FLIGHT);
+  const signalledAt = Date.now();
+  gateway.child.kill('SIGTERM');
+
+  await expect.poll(async () => (await fetch(`${origin}/ready`)).status, { timeout: 500, interval: 20 }).toBe(503);
+  expect(Date.now() - signalledAt).toBeLessThan(ANSWER_AFTER_MS);
+  const notReady = await fetch(`${origin}/ready`);
+  expect(await notReady.json()).toMatchObject({ ready: false, draining: true });
+  const refused = await post(gateway.url, '{ calls { edges { node { id } } } }');
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+  expect(await socketStatus(gateway.url)).toBe(503);
+
+  const answers = await Promise.all(inFlight);
+  expect(answers.map((r) => r.status)).toEqual(Array(IN_FLIGHT).fill(200));
+  const bodies = await Promise.all(answers.map((r) => r.json()));
+  expect(bodies.map((b: any) => b.data.callVerb.data.state)).toEqual(Array(IN_FLIGHT).fill('OK'));
+  expect(await gateway.exited).toBe(0);
+
+  // The next process finds every call finished: none left RUNNING, none marked ABANDONED.
+  const next = await start();
+  const states = (await next.gql(`{ calls(first: 100) { edges { node { id state verb } } } }`)).data.calls.edges.map((e: any) => e.node);
+  expect(states.filter((c: any) => c.verb === 'depth')).toHaveLength(IN_FLIGHT);
+  expect(states.filter((c: any) => c.state !== 'OK')).toEqual([]);
+  expect(new Set(states.map((c: any) => c.id))).toEqual(new Set(bodies.map((b: any) => b.data.callVerb.data.id)));
+  await next.stop();
+}, 90_000);
