@@ -7,8 +7,9 @@ import { type TestEnv, testEnv } from './fixtures/services.js';
 let env: TestEnv;
 let nc: NatsConnection;
 const children: ChildGateway[] = [];
-/** The queue seat's holder (this test) answers each depth request after this long. */
+/** The queue seat's holder (this test) answers each depth request after this long ("orders"), or much later ("slow"). */
 const ANSWER_AFTER_MS = 1_000;
+const SLOW_ANSWER_MS = 8_000;
 const IN_FLIGHT = 4;
 let heard = 0;
 
@@ -18,7 +19,14 @@ beforeAll(async () => {
   nc.subscribe(`${env.subjects}.seat.queue.depth`, {
     callback: (_err, msg) => {
       heard++;
-      setTimeout(() => msg.respond(JSON.stringify({ ok: true, answer: { depth: 5 } })), ANSWER_AFTER_MS);
+      const slow = msg.json<{ queue: string }>().queue === 'slow';
+      setTimeout(
+        () => {
+          // The slow answer may come after this file closed its connection: nobody waits for it then.
+          if (!nc.isClosed()) msg.respond(JSON.stringify({ ok: true, answer: { depth: 5 } }));
+        },
+        slow ? SLOW_ANSWER_MS : ANSWER_AFTER_MS,
+      );
     },
   });
   await nc.flush();
@@ -89,3 +97,26 @@ test('on SIGTERM the gateway reports not ready at once, refuses new operations, 
   expect(new Set(states.map((c: any) => c.id))).toEqual(new Set(bodies.map((b: any) => b.data.callVerb.data.id)));
   await next.stop();
 }, 90_000);
+
+test('the drain lasts at most MESH_DRAIN_S: past it the gateway closes and exits 0, and the cut call is marked at the next start', async () => {
+  const gateway = await spawnGateway({ ...env.env, MESH_DRAIN_S: '1' });
+  children.push(gateway);
+  const before = heard;
+  const slow = post(gateway.url, CALL_VERB.replace('"orders"', '"slow"').replace('timeoutMs: 5000', 'timeoutMs: 20000')).catch((error: Error) => error);
+  await expect.poll(() => heard, { timeout: 10_000 }).toBe(before + 1);
+  const signalledAt = Date.now();
+  gateway.child.kill('SIGTERM');
+  expect(await gateway.exited).toBe(0);
+  const took = Date.now() - signalledAt;
+  expect(took).toBeGreaterThanOrEqual(1_000);
+  expect(took).toBeLessThan(SLOW_ANSWER_MS);
+  expect(await slow).toBeInstanceOf(Error); // the request was cut: it outlived the drain
+  const next = await start();
+  const cut = (await next.gql(`{ calls(state: ABANDONED) { edges { node { verb errorCode } } } }`)).data.calls.edges.map((e: any) => e.node);
+  expect(cut).toEqual([{ verb: 'depth', errorCode: 'ABANDONED' }]);
+  await next.stop();
+}, 90_000);
+
+test('MESH_DRAIN_S that is not a number of seconds is refused at start, naming the variable', async () => {
+  await expect(spawnGateway({ ...env.env, MESH_DRAIN_S: 'soon' }, 20_000)).rejects.toThrow(/MESH_DRAIN_S must be a number ≥ 0, got "soon"/);
+});
