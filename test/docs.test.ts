@@ -4,6 +4,7 @@ import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
 import * as names from '../src/kernel/names.js';
 import * as server from '../src/server/http.js';
+import * as ready from '../src/server/ready.js';
 import * as requestBodyLimit from '../src/server/request-body-limit.js';
 import * as forward from '../src/services/calls/forward.js';
 import * as records from '../src/services/calls/records.js';
@@ -27,6 +28,7 @@ const modules = [
   nats,
   names,
   server,
+  ready,
   requestBodyLimit,
   forward,
   records,
