@@ -1,7 +1,7 @@
 // The gateway's import rules (`npm run check:imports`). Layers, outermost first; a module may
 // import its own layer and the layers below it, never one above:
 //
-//   entry       src/main.ts, src/gateway.ts, src/migrate.ts, src/simulate.ts
+//   entry       src/main.ts, src/gateway.ts, src/migrate.ts, src/simulate.ts, src/cli/ (meshctl, a client of the API)
 //   transports  src/server/, src/fanout/        (server may import fanout, not the reverse)
 //   schema      src/schema/, src/resolvers/
 //   services    src/services/
@@ -11,7 +11,7 @@
 // src/config.ts and src/logger.ts are leaves that any layer may import; in src they import only
 // src/kernel/. Type-only imports count too (tsPreCompilationDeps), for cycles and for layers.
 
-const ENTRY = '^src/(main|gateway|migrate|simulate)\\.ts$';
+const ENTRY = '^src/((main|gateway|migrate|simulate)\\.ts$|cli/)';
 const TRANSPORTS = '^src/(server|fanout)/';
 const SCHEMA = '^src/(schema|resolvers)/';
 const SERVICES = '^src/services/';
@@ -73,6 +73,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/services/[^/]+/', pathNot: '^src/services/controller/' },
       to: { path: '^src/services/mesh\\.ts$' },
+    },
+    {
+      name: 'nothing-imports-the-cli',
+      comment: 'src/cli/ (meshctl) is a client over HTTP and WebSocket: nothing in the gateway imports it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/cli/' },
+      to: { path: '^src/cli/' },
+    },
+    {
+      name: 'cli-talks-graphql-only',
+      comment: 'meshctl talks to a gateway, never to its store or bus: from the gateway it takes pure rules only (kernel, access, status deltas).',
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/(store|bus|schema|resolvers|server|fanout)/|^src/gateway\\.ts$' },
     },
     {
       name: 'src-not-to-test-or-bench',

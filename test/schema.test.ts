@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { buildSchema, lexicographicSortSchema, printSchema, validate } from 'graphql';
 import { expect, test } from 'vitest';
+import { RenameSeatDocument, SeatsDocument } from '../src/cli/generated/graphql.js';
 import { schema } from '../src/schema/index.js';
-import { RenameSeatDocument, SeatsDocument } from './generated/graphql.js';
 
 const committed = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
 
@@ -26,3 +26,11 @@ test('mutations answer with the errors plugin default names and every error impl
 test('the typed operations generated for tools are valid against the schema (run npm run codegen when this fails)', () => {
   for (const document of [SeatsDocument, RenameSeatDocument]) expect(validate(schema, document)).toEqual([]);
 });
+
+test("meshctl's typed operations are what codegen makes from the schema (run npm run codegen when this fails)", async () => {
+  const { execFileSync } = await import('node:child_process');
+  // --check exits non-zero when an output would change, writing nothing.
+  expect(() =>
+    execFileSync(process.execPath, ['--import', 'tsx', 'node_modules/@graphql-codegen/cli/cjs/bin.js', '--config', 'codegen.ts', '--check'], { stdio: 'pipe' }),
+  ).not.toThrow();
+}, 30_000);
