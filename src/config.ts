@@ -30,6 +30,8 @@ export interface Config {
   logLevel: string;
   production: boolean;
   introspection: boolean;
+  /** Origins whose browser pages may call the gateway (CORS); empty: CORS off. */
+  corsOrigins: string[];
 }
 
 export class ConfigError extends Error {
@@ -48,6 +50,25 @@ function name(env: NodeJS.ProcessEnv, key: string, fallback: string): string {
   const value = env[key] || fallback;
   if (!isName(value)) throw new ConfigError(`${key} must be ${NAME_RULE}, got ${JSON.stringify(value)}`);
   return value;
+}
+
+/** A comma-separated list of origins (`https://ops.example.com`); `*` is refused, since answers carry credentials. */
+function origins(env: NodeJS.ProcessEnv, key: string): string[] {
+  const raw = env[key];
+  if (!raw?.trim()) return [];
+  return raw.split(',').map((entry) => {
+    const origin = entry.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(`${key} must list origins such as https://ops.example.com, comma-separated, got ${JSON.stringify(entry)}`);
+    }
+    return origin;
+  });
 }
 
 /** Reads the environment once; throws ConfigError naming the variable that is wrong. */
@@ -75,5 +96,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     production: env.NODE_ENV === 'production',
     introspection: env.MESH_INTROSPECTION !== 'off',
+    corsOrigins: origins(env, 'MESH_CORS_ORIGINS'),
   };
 }

@@ -14,6 +14,7 @@ import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
+import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
 
@@ -66,6 +67,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     schema: options.schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // No MESH_CORS_ORIGINS: no page of another origin may read an answer (Yoga's default echoes any Origin).
+    cors: mesh.config.corsOrigins.length ? { origin: mesh.config.corsOrigins, credentials: true } : false,
     // Bounded by useRequestBodyLimit below, at the same size, without a counting stream per POST.
     maxRequestBodySize: false,
     graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS' },
@@ -111,11 +114,27 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       ...(fanout ? [liveExecutionPlugin] : []),
       ...(statusCache ? [statusCache.plugin] : []),
       useRequestBodyLimit(),
+      useCsrfPrevention(),
     ],
   });
 
-  const server = createServer(yoga);
-  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: 1 << 20 });
+  // An open gateway (no tokens) listens on loopback; a page of a DNS name rebound to 127.0.0.1
+  // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
+  const loopbackOnly = access.open;
+  const server = createServer((request, response) => {
+    if (loopbackOnly && refuseForeignHost(request, response)) return;
+    void yoga(request, response);
+  });
+  const wss = new WebSocketServer({
+    server,
+    path: '/graphql',
+    maxPayload: 1 << 20,
+    verifyClient: ({ req }, accept) => {
+      if (!loopbackOnly || isLoopbackHost(req.headers.host)) return accept(true);
+      logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
+      accept(false, 403, foreignHostMessage(req.headers.host));
+    },
+  });
 
   const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout });
 
