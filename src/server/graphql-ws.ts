@@ -36,6 +36,17 @@ const reasonOf = (error: unknown) => {
   return reason.length < 124 ? reason : 'Internal server error';
 };
 
+/** A thrown parse or validation failure as this operation's error: a GraphQLError as it is, anything else logged and named plainly. */
+function refusal(error: unknown, logger: Logger): GraphQLError {
+  if (error instanceof GraphQLError) {
+    // `http` says how Yoga answers over HTTP; a socket has no status to set.
+    const { http: _status, ...extensions } = error.extensions;
+    return _status === undefined ? error : new GraphQLError(error.message, { nodes: error.nodes, extensions });
+  }
+  logger.error({ err: error }, 'validating a graphql-ws operation failed');
+  return new GraphQLError('the operation could not be parsed or validated', { extensions: { code: 'INTERNAL' } });
+}
+
 /**
  * graphql-ws (its `makeServer`, on sockets of `ws`) at the Yoga endpoint. `connection_init` must
  * carry a token the access file knows (refused: close 4403). Every operation goes through Yoga's
@@ -69,14 +80,16 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs 
         params,
         caller,
       });
+      // A bad document is this operation's `error` message, never the socket's close: its other
+      // subscriptions go on. graphql-armor's limits throw from validate rather than report.
       let document;
       try {
         document = parse(params.query);
+        const errors = validate(schema, document);
+        if (errors.length) return errors;
       } catch (error) {
-        return [error instanceof GraphQLError ? error : new GraphQLError(String(error))];
+        return [refusal(error, logger)];
       }
-      const errors = validate(schema, document);
-      if (errors.length) return errors;
 
       const field = fanout?.liveField(document, params.operationName);
       if (fanout && key !== undefined && field) {
