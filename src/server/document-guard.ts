@@ -1,5 +1,6 @@
-import { GraphQLError, type Source } from 'graphql';
+import { GraphQLError, type Source, type StringValueNode, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { holdsNul } from '../kernel/values.js';
 
 /**
  * The deepest nesting of `{`, `[` and `(` a document may have. graphql-js parses recursively and
@@ -64,6 +65,63 @@ export function useDocumentNestingLimit(): Plugin {
         } catch (error) {
           if (error instanceof RangeError) throw tooDeep();
           throw error;
+        }
+      });
+    },
+  };
+}
+
+const NUL_MESSAGE = 'a string holds a NUL character (U+0000), which no name or text may hold';
+const nulRefused = () => new GraphQLError(NUL_MESSAGE, { extensions: { code: 'INVALID', http: { status: 400 } } });
+
+/**
+ * Refuses a NUL character in any string of an operation, literal or variable, with `code:
+ * INVALID` before it runs: PostgreSQL's text cannot hold one (`invalid byte sequence 0x00`), and
+ * no name or free text needs one. graphql-ws judges its variables with `holdsNul` itself.
+ */
+export function useNulRefusal(): Plugin {
+  return {
+    onParams({ params }) {
+      if (holdsNul(params.variables)) throw nulRefused();
+    },
+    onValidate({ addValidationRule }) {
+      addValidationRule((context: ValidationContext) => ({
+        StringValue(node: StringValueNode) {
+          if (node.value.includes('\u0000')) context.reportError(new GraphQLError(NUL_MESSAGE, { nodes: [node], extensions: { code: 'INVALID' } }));
+        },
+      }));
+    },
+  };
+}
+
+/**
+ * A GET whose `variables` or `extensions` is not JSON (`variables=%7B`) is answered 400 naming
+ * the parameter: Yoga's GET parser lets `JSON.parse`'s SyntaxError through as an unexpected error.
+ */
+export function useReadableSearchParams(): Plugin {
+  return {
+    onRequestParse({ request, requestParser, setRequestParser }) {
+      if (request.method !== 'GET' || !requestParser) return;
+      const parser = requestParser;
+      setRequestParser(async (req) => {
+        try {
+          return await parser(req);
+        } catch (error) {
+          if (!(error instanceof SyntaxError)) throw error;
+          const params = new URL(req.url).searchParams;
+          const bad = ['variables', 'extensions'].find((name) => {
+            const raw = params.get(name);
+            if (!raw) return false;
+            try {
+              JSON.parse(raw);
+              return false;
+            } catch {
+              return true;
+            }
+          });
+          throw new GraphQLError(`the ${bad ?? 'variables'} parameter is not JSON: ${error.message}`, {
+            extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+          });
         }
       });
     },

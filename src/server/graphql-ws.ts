@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { WebSocket, type WebSocketServer } from 'ws';
 import { type Fanout, type Group, markLiveContext, type PreparedOperation } from '../fanout/engine.js';
 import { operationKey } from '../fanout/operation-key.js';
+import { holdsNul } from '../kernel/values.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
@@ -82,6 +83,9 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs 
       });
       // A bad document is this operation's `error` message, never the socket's close: its other
       // subscriptions go on. graphql-armor's limits throw from validate rather than report.
+      if (holdsNul(params.variables)) {
+        return [new GraphQLError('a string holds a NUL character (U+0000), which no name or text may hold', { extensions: { code: 'INVALID' } })];
+      }
       let document;
       try {
         document = parse(params.query);

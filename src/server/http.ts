@@ -15,7 +15,7 @@ import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
-import { useDocumentNestingLimit } from './document-guard.js';
+import { useDocumentNestingLimit, useNulRefusal, useReadableSearchParams } from './document-guard.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
 
@@ -112,12 +112,14 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       }),
       // After the armor, whose token limit replaces the parse function this one wraps.
       useDocumentNestingLimit(),
+      useNulRefusal(),
       ...(mesh.config.introspection ? [] : [disableIntrospection()]),
       ...(options.plugins ?? []),
       ...(fanout ? [liveExecutionPlugin] : []),
       ...(statusCache ? [statusCache.plugin] : []),
       useRequestBodyLimit(),
       useCsrfPrevention(),
+      useReadableSearchParams(),
     ],
   });
 
