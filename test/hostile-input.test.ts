@@ -4,6 +4,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
+import { HOLD_SEAT } from './fixtures/operations.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 import { RawWsClient } from './fixtures/ws-client.js';
 
@@ -180,6 +181,12 @@ describe('free text is bounded: refused as data naming the field, and nothing is
     const { data } = await gql(DEFINE, { input: { name: 'kept', [field]: 'x'.repeat(max + 1) } });
     expect(data.defineSeat).toEqual({ __typename: 'InvalidError', code: 'INVALID', field, message: `${field} is ${max + 1} characters; at most ${max}` });
     await seatKept();
+    noServerFault();
+  });
+
+  test('holdSeat scope over 200 characters', async () => {
+    const { data } = await gql(HOLD_SEAT, { seat: 'kept', machine: 'm1', module: 'broker', scope: 'x'.repeat(201) });
+    expect(data.holdSeat).toMatchObject({ __typename: 'InvalidError', field: 'scope', message: 'scope is 201 characters; at most 200' });
     noServerFault();
   });
 

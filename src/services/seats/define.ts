@@ -21,8 +21,8 @@ export interface SeatInput {
   serves?: unknown;
 }
 
-/** A seat's scope is a short label (`site`, `mesh`, `machine`). */
-const SEAT_SCOPE_MAX = 200;
+/** A seat's or a holding's scope is a short label (`site`, `mesh`, `machine`). */
+export const SEAT_SCOPE_MAX = 200;
 /** What a seat delivers and what was decided about it are a paragraph each, read by every `seats` reader: 4 KiB, not a document. */
 const SEAT_TEXT_MAX = 4096;
 
