@@ -367,7 +367,17 @@ export async function run(): Promise<string> {
   };
   const gateway = spawnRole(
     'gateway',
-    JSON.stringify({ DATABASE_URL: databaseUrl.toString(), NATS_URL, MESH_CONTROLLER: controller, MESH_SUBJECTS: subjects, PORT: '0', LOG_LEVEL: 'warn' }),
+    JSON.stringify({
+      DATABASE_URL: databaseUrl.toString(),
+      NATS_URL,
+      MESH_CONTROLLER: controller,
+      MESH_SUBJECTS: subjects,
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+      // Every subscriber of this bench is one caller on one address: the caps are raised past them.
+      MESH_WS_SOCKETS_PER_CALLER: '100000',
+      MESH_WS_SOCKETS_PER_ADDRESS: '100000',
+    }),
     ['--expose-gc'],
   );
   const bare = spawnRole('bare', '-', ['--expose-gc']);

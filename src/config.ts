@@ -32,7 +32,16 @@ export interface Config {
   introspection: boolean;
   /** Origins whose browser pages may call the gateway (CORS); empty: CORS off. */
   corsOrigins: string[];
+  /** What one client may hold open: graphql-ws operations per socket, sockets per caller and per address. */
+  caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
 }
+
+/** A dashboard runs a handful of operations on its socket; 100 is room for any screen, not for a flood. */
+const SUBSCRIPTIONS_PER_SOCKET = 100;
+/** One token may be shared by a wall of screens, not by ten thousand sockets. */
+const SOCKETS_PER_CALLER = 1_000;
+/** One machine (or one NAT) opens a few sockets per screen; 500 leaves room for an office. */
+const SOCKETS_PER_ADDRESS = 500;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -97,5 +106,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     production: env.NODE_ENV === 'production',
     introspection: env.MESH_INTROSPECTION !== 'off',
     corsOrigins: origins(env, 'MESH_CORS_ORIGINS'),
+    caps: {
+      subscriptionsPerSocket: int(env, 'MESH_WS_OPERATIONS_PER_SOCKET', SUBSCRIPTIONS_PER_SOCKET, 1),
+      socketsPerCaller: int(env, 'MESH_WS_SOCKETS_PER_CALLER', SOCKETS_PER_CALLER, 1),
+      socketsPerAddress: int(env, 'MESH_WS_SOCKETS_PER_ADDRESS', SOCKETS_PER_ADDRESS, 1),
+    },
   };
 }

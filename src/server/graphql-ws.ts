@@ -28,6 +28,27 @@ export interface GraphqlWsOptions {
   /** Serves the live status subscriptions; without it every subscription is executed per subscriber. */
   fanout?: Fanout;
   keepAliveMs?: number;
+  /** What one client may hold open; over a cap a socket is closed 4429, an operation answered with an error. */
+  caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
+}
+
+/** graphql-ws's own 4429 (Too many initialisation requests), used for every cap a socket breaks. */
+const TOO_MANY = CloseCode.TooManyInitialisationRequests;
+
+/** Counts per key, a key removed at zero: as many entries as there are open sockets, at most. */
+class Counter {
+  private readonly counts = new Map<string, number>();
+  get(key: string): number {
+    return this.counts.get(key) ?? 0;
+  }
+  add(key: string): void {
+    this.counts.set(key, this.get(key) + 1);
+  }
+  remove(key: string): void {
+    const left = this.get(key) - 1;
+    if (left > 0) this.counts.set(key, left);
+    else this.counts.delete(key);
+  }
 }
 
 type Roots = { execute(args: ExecutionArgs): unknown; subscribe(args: ExecutionArgs): unknown };
@@ -54,20 +75,41 @@ function refusal(error: unknown, logger: Logger): GraphQLError {
  * envelop (auth, context, limits, masking); a subscription of a live status field joins the
  * fanout's group for its operation and caller instead of being executed for this subscriber alone.
  */
-export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): { dispose(): Promise<void> } {
+export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): { dispose(): Promise<void> } {
+  const perAddress = new Counter();
+  const perCaller = new Counter();
+  /** The caller each acknowledged socket is counted under. */
+  const counted = new WeakMap<WebSocket, string>();
   const server = makeServer<Record<string, unknown>, WsExtra>({
     execute: (args) => (args.rootValue as Roots).execute(args) as never,
     subscribe: (args) => (args.rootValue as Roots).subscribe(args) as never,
     onConnect: (ctx: WsContext<Record<string, unknown>, WsExtra>) => {
       const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
+      let caller: Caller;
       try {
-        ctx.extra.caller = access.callerFor(typeof authorization === 'string' ? authorization : undefined);
-        return true;
+        caller = access.callerFor(typeof authorization === 'string' ? authorization : undefined);
       } catch {
         return false; // graphql-ws closes the socket with 4403 Forbidden
       }
+      if (perCaller.get(caller.name) >= caps.socketsPerCaller) {
+        logger.info({ caller: caller.name, cap: caps.socketsPerCaller }, 'WebSocket refused: sockets per caller');
+        ctx.extra.socket.close(TOO_MANY, `${caller.name} has ${caps.socketsPerCaller} sockets open; at most ${caps.socketsPerCaller}`);
+        return false;
+      }
+      ctx.extra.caller = caller;
+      perCaller.add(caller.name);
+      counted.set(ctx.extra.socket, caller.name);
+      return true;
     },
     onSubscribe: async (ctx, id, params) => {
+      // This operation is among them already (graphql-ws notes its id before asking).
+      if (Object.keys(ctx.subscriptions).length > caps.subscriptionsPerSocket) {
+        return [
+          new GraphQLError(`this socket runs ${caps.subscriptionsPerSocket} operations; at most ${caps.subscriptionsPerSocket}: complete one first`, {
+            extensions: { code: 'TOO_MANY_REQUESTS' },
+          }),
+        ];
+      }
       const caller = ctx.extra.caller as Caller;
       const socket = ctx.extra.socket;
       const key = fanout ? operationKey(caller, params) : undefined;
@@ -141,6 +183,18 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs 
   const alive = new WeakSet<WebSocket>();
 
   wss.on('connection', (socket, request) => {
+    const address = request.socket.remoteAddress ?? 'unknown';
+    if (perAddress.get(address) >= caps.socketsPerAddress) {
+      logger.info({ address, cap: caps.socketsPerAddress }, 'WebSocket refused: sockets per address');
+      socket.close(TOO_MANY, `${caps.socketsPerAddress} sockets are open from this address; at most ${caps.socketsPerAddress}`);
+      return;
+    }
+    perAddress.add(address);
+    socket.once('close', () => {
+      perAddress.remove(address);
+      const caller = counted.get(socket);
+      if (caller !== undefined) perCaller.remove(caller);
+    });
     alive.add(socket);
     socket.on('pong', () => alive.add(socket));
     socket.once('error', (error) => {

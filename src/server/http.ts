@@ -141,7 +141,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     },
   });
 
-  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout });
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps });
 
   return {
     yoga,
