@@ -33,7 +33,7 @@ export interface Config {
   /** Origins whose browser pages may call the gateway (CORS); empty: CORS off. */
   corsOrigins: string[];
   /** What one client may hold open: graphql-ws operations per socket, sockets per caller and per address. */
-  caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
+  caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number; operationsPerSecond: number };
 }
 
 /** A dashboard runs a handful of operations on its socket; 100 is room for any screen, not for a flood. */
@@ -42,6 +42,8 @@ const SUBSCRIPTIONS_PER_SOCKET = 100;
 const SOCKETS_PER_CALLER = 1_000;
 /** One machine (or one NAT) opens a few sockets per screen; 500 leaves room for an office. */
 const SOCKETS_PER_ADDRESS = 500;
+/** Operations one caller may ask a second (HTTP and graphql-ws together): dashboards ask a few, a loop gone wrong thousands. */
+const OPERATIONS_PER_SECOND = 500;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -110,6 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       subscriptionsPerSocket: int(env, 'MESH_WS_OPERATIONS_PER_SOCKET', SUBSCRIPTIONS_PER_SOCKET, 1),
       socketsPerCaller: int(env, 'MESH_WS_SOCKETS_PER_CALLER', SOCKETS_PER_CALLER, 1),
       socketsPerAddress: int(env, 'MESH_WS_SOCKETS_PER_ADDRESS', SOCKETS_PER_ADDRESS, 1),
+      operationsPerSecond: int(env, 'MESH_OPS_PER_SECOND', OPERATIONS_PER_SECOND, 1),
     },
   };
 }

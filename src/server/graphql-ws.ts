@@ -10,6 +10,7 @@ import { holdsNul } from '../kernel/values.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
+import type { OperationRate } from './rate-limit.js';
 
 /** How often each socket is pinged; one that has not answered the previous ping by then is ended. */
 const KEEP_ALIVE_MS = 12_000;
@@ -30,6 +31,8 @@ export interface GraphqlWsOptions {
   keepAliveMs?: number;
   /** What one client may hold open; over a cap a socket is closed 4429, an operation answered with an error. */
   caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
+  /** Each operation counts against its caller's rate; over it, that operation's error. */
+  rate: OperationRate;
 }
 
 /** graphql-ws's own 4429 (Too many initialisation requests), used for every cap a socket breaks. */
@@ -75,7 +78,7 @@ function refusal(error: unknown, logger: Logger): GraphQLError {
  * envelop (auth, context, limits, masking); a subscription of a live status field joins the
  * fanout's group for its operation and caller instead of being executed for this subscriber alone.
  */
-export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): { dispose(): Promise<void> } {
+export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): { dispose(): Promise<void> } {
   const perAddress = new Counter();
   const perCaller = new Counter();
   /** The caller each acknowledged socket is counted under. */
@@ -111,6 +114,8 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, keepAl
         ];
       }
       const caller = ctx.extra.caller as Caller;
+      const wait = rate.take(caller.name);
+      if (wait > 0) return [refusal(rate.refusal(caller.name, wait), logger)];
       const socket = ctx.extra.socket;
       const key = fanout ? operationKey(caller, params) : undefined;
       const existing = key === undefined ? undefined : fanout?.group(key);

@@ -17,6 +17,7 @@ import type { Mesh } from '../services/mesh.js';
 import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
 import { useDocumentNestingLimit, useNulRefusal, useReadableSearchParams } from './document-guard.js';
 import { serveGraphqlWs } from './graphql-ws.js';
+import { OperationRate, useOperationRate } from './rate-limit.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
 
 /** Limits on what one operation may ask, so no query however deep or wide takes the process down. */
@@ -62,6 +63,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     }
   };
 
+  const rate = new OperationRate(mesh.config.caps.operationsPerSecond);
   const fanout = mesh.status ? new Fanout({ feed: mesh.status, fields: LIVE_STATUS_FIELDS, logger }) : undefined;
   const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
@@ -119,6 +121,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       ...(statusCache ? [statusCache.plugin] : []),
       useRequestBodyLimit(),
       useCsrfPrevention(),
+      useOperationRate(rate, access),
       useReadableSearchParams(),
     ],
   });
@@ -141,7 +144,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     },
   });
 
-  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps });
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, rate });
 
   return {
     yoga,
