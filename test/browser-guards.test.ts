@@ -1,8 +1,10 @@
 import { request as httpRequest } from 'node:http';
+import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { sseSubscribe, wsSubscribe } from './fixtures/live.js';
+import { aComposition } from './fixtures/compositions.js';
+import { publishHeard, seqPastStart, sseSubscribe, wsSubscribe } from './fixtures/live.js';
 import { SEAT } from './fixtures/operations.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 import { RawWsClient } from './fixtures/ws-client.js';
@@ -79,6 +81,27 @@ describe('a page of another site cannot act on an open gateway', () => {
     expect((await gw.gql(defineSeat('jsonseat'))).data.defineSeat.__typename).toBe('MutationDefineSeatSuccess');
     expect(await seatExists('jsonseat')).toBe(true);
   });
+});
+
+test('a status answer kept by the status query cache is not served to a cross-site or rebound request', async () => {
+  const nc = await connect({ servers: env.env.NATS_URL });
+  try {
+    await publishHeard(nc, gw, aComposition(await seqPastStart(gw), 5));
+    const body = JSON.stringify({ query: '{ status { seq } }' });
+    const json = () => fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body });
+    await json();
+    const kept = (await json()).status;
+    expect(kept).toBe(200);
+    const before = gw.http.statusCache!.stats().hits;
+    expect(before).toBeGreaterThan(0);
+    const plain = await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'text/plain', accept: 'application/json', origin: FOREIGN }, body });
+    expect(plain.status).toBe(403);
+    const rebound = await rawRequest(gw.url, { method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' }, body });
+    expect(rebound.status).toBe(403);
+    expect(gw.http.statusCache!.stats().hits).toBe(before);
+  } finally {
+    await nc.close();
+  }
 });
 
 describe('CORS', () => {
