@@ -89,16 +89,17 @@ test('a status answer kept by the status query cache is not served to a cross-si
     await publishHeard(nc, gw, aComposition(await seqPastStart(gw), 5));
     const body = JSON.stringify({ query: '{ status { seq } }' });
     const json = () => fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body });
-    await json();
-    const kept = (await json()).status;
-    expect(kept).toBe(200);
-    const before = gw.http.statusCache!.stats().hits;
-    expect(before).toBeGreaterThan(0);
+    // The gateway's own composer may start a new composition between two asks: ask until one is a hit.
+    const hits = () => gw.http.statusCache!.stats().hits;
+    const first = hits();
+    for (let i = 0; i < 20 && hits() === first; i++) expect((await json()).status).toBe(200);
+    const before = hits();
+    expect(before).toBeGreaterThan(first);
     const plain = await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'text/plain', accept: 'application/json', origin: FOREIGN }, body });
     expect(plain.status).toBe(403);
     const rebound = await rawRequest(gw.url, { method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' }, body });
     expect(rebound.status).toBe(403);
-    expect(gw.http.statusCache!.stats().hits).toBe(before);
+    expect(hits()).toBe(before);
   } finally {
     await nc.close();
   }

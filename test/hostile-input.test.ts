@@ -145,7 +145,35 @@ describe('a JSON argument nested 100,000 deep is refused, and the call is still 
       body: `{"query":${JSON.stringify(query)},"variables":{"args":{"a":${DEEP}}}}`,
     });
     const answer = { status: response.status, ...((await response.json()) as object) };
+    refusedInvalid(answer, /the variables nest more than 32 deep/);
+  });
+
+  test('as a JSON literal 40 deep (within the document nesting limit): the JSON scalar refuses it', async () => {
+    const answer = await gql(`mutation { callVerb(seat: "kept", verb: "peek", args: { a: ${'['.repeat(40)}1${']'.repeat(40)} }) { __typename } }`);
     refusedInvalid(answer, /JSON nests more than 32 deep/);
+  });
+
+  test('as the variables of a status query (which the status query cache keys)', async () => {
+    const response = await fetch(gw.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: `{"query":"query($x: JSON) { status { seq } }","variables":{"x":${DEEP}}}`,
+    });
+    expect(response.status).toBe(400);
+    refusedInvalid((await response.json()) as Answer, /the variables nest more than 32 deep/);
+  });
+
+  test("as the variables of a graphql-ws operation: that operation's error, the socket goes on", async () => {
+    const client = await RawWsClient.connect(gw.url);
+    client.socket.send(`{"id":"deep","type":"subscribe","payload":{"query":"subscription($x: JSON) { status { seq } }","variables":{"x":${DEEP}}}}`);
+    await client.until(() => client.errors.some((e) => e.id === 'deep'), 5_000, 'the error');
+    expect(client.errors.find((e) => e.id === 'deep')!.payload).toMatchObject([
+      { message: 'the variables nest more than 32 deep', extensions: { code: 'INVALID' } },
+    ]);
+    client.subscribe('after', '{ __typename }');
+    await client.until(() => client.completed.has('after'), 5_000, 'a later operation');
+    await client.close();
+    noServerFault();
   });
 
   test('on the NATS door: refused INVALID, recorded as a failed call', async () => {

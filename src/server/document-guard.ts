@@ -1,6 +1,6 @@
 import { GraphQLError, type Source, type StringValueNode, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { holdsNul } from '../kernel/values.js';
+import { holdsNul, JSON_DEPTH_MAX, jsonTooDeep } from '../kernel/values.js';
 
 /**
  * The deepest nesting of `{`, `[` and `(` a document may have. graphql-js parses recursively and
@@ -75,15 +75,12 @@ const NUL_MESSAGE = 'a string holds a NUL character (U+0000), which no name or t
 const nulRefused = () => new GraphQLError(NUL_MESSAGE, { extensions: { code: 'INVALID', http: { status: 400 } } });
 
 /**
- * Refuses a NUL character in any string of an operation, literal or variable, with `code:
- * INVALID` before it runs: PostgreSQL's text cannot hold one (`invalid byte sequence 0x00`), and
- * no name or free text needs one. graphql-ws judges its variables with `holdsNul` itself.
+ * Refuses a NUL character in any string literal of a document, with `code: INVALID` before it
+ * runs: PostgreSQL's text cannot hold one (`invalid byte sequence 0x00`), and no name or free
+ * text needs one. Variables are judged by `variablesRefusal` (useParamsGuard; graphql-ws).
  */
 export function useNulRefusal(): Plugin {
   return {
-    onParams({ params }) {
-      if (holdsNul(params.variables)) throw nulRefused();
-    },
     onValidate({ addValidationRule }) {
       addValidationRule((context: ValidationContext) => ({
         StringValue(node: StringValueNode) {
@@ -94,36 +91,59 @@ export function useNulRefusal(): Plugin {
   };
 }
 
+/** Why an operation's variables cannot be taken, as its refusal; undefined when they can. */
+export function variablesRefusal(variables: unknown): GraphQLError | undefined {
+  if (jsonTooDeep(variables)) {
+    return new GraphQLError(`the variables nest more than ${JSON_DEPTH_MAX} deep`, { extensions: { code: 'INVALID', http: { status: 400 } } });
+  }
+  if (holdsNul(variables)) return nulRefused();
+  return undefined;
+}
+
 /**
- * A GET whose `variables` or `extensions` is not JSON (`variables=%7B`) is answered 400 naming
- * the parameter: Yoga's GET parser lets `JSON.parse`'s SyntaxError through as an unexpected error.
+ * Judges each request's parameters as soon as they are read, before any plugin uses them (the
+ * status query cache keys them by their canonical JSON, which 100,000 levels overflow): variables
+ * nested past JSON_DEPTH_MAX or holding a NUL are refused 400 INVALID. A GET whose `variables` or
+ * `extensions` is not JSON (`variables=%7B`) is a 400 naming the parameter, where Yoga's GET
+ * parser lets `JSON.parse`'s SyntaxError through as an unexpected error. Put it before every
+ * plugin that wraps the request parser to read the parameters.
  */
-export function useReadableSearchParams(): Plugin {
+export function useParamsGuard(): Plugin {
   return {
     onRequestParse({ request, requestParser, setRequestParser }) {
-      if (request.method !== 'GET' || !requestParser) return;
+      if (!requestParser) return;
       const parser = requestParser;
       setRequestParser(async (req) => {
+        let params: Awaited<ReturnType<typeof parser>>;
         try {
-          return await parser(req);
+          params = await parser(req);
         } catch (error) {
-          if (!(error instanceof SyntaxError)) throw error;
-          const params = new URL(req.url).searchParams;
-          const bad = ['variables', 'extensions'].find((name) => {
-            const raw = params.get(name);
-            if (!raw) return false;
-            try {
-              JSON.parse(raw);
-              return false;
-            } catch {
-              return true;
-            }
-          });
-          throw new GraphQLError(`the ${bad ?? 'variables'} parameter is not JSON: ${error.message}`, {
+          if (!(error instanceof SyntaxError) || request.method !== 'GET') throw error;
+          throw new GraphQLError(`the ${unreadableSearchParam(req.url)} parameter is not JSON: ${error.message}`, {
             extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
           });
         }
+        for (const one of Array.isArray(params) ? params : [params]) {
+          const refusal = one && typeof one === 'object' && 'variables' in one ? variablesRefusal(one.variables) : undefined;
+          if (refusal) throw refusal;
+        }
+        return params;
       });
     },
   };
+}
+
+/** The search parameter of a GET that is not JSON. */
+function unreadableSearchParam(url: string): string {
+  const params = new URL(url).searchParams;
+  for (const name of ['variables', 'extensions']) {
+    const raw = params.get(name);
+    if (!raw) continue;
+    try {
+      JSON.parse(raw);
+    } catch {
+      return name;
+    }
+  }
+  return 'variables';
 }

@@ -6,10 +6,10 @@ import type { Logger } from 'pino';
 import { WebSocket, type WebSocketServer } from 'ws';
 import { type Fanout, type Group, markLiveContext, type PreparedOperation } from '../fanout/engine.js';
 import { operationKey } from '../fanout/operation-key.js';
-import { holdsNul } from '../kernel/values.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
+import { variablesRefusal } from './document-guard.js';
 import type { OperationRate } from './rate-limit.js';
 
 /** How often each socket is pinged; one that has not answered the previous ping by then is ended. */
@@ -116,6 +116,9 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       const caller = ctx.extra.caller as Caller;
       const wait = rate.take(caller.name);
       if (wait > 0) return [refusal(rate.refusal(caller.name, wait), logger)];
+      // Judged before operationKey serializes them.
+      const badVariables = variablesRefusal(params.variables);
+      if (badVariables) return [refusal(badVariables, logger)];
       const socket = ctx.extra.socket;
       const key = fanout ? operationKey(caller, params) : undefined;
       const existing = key === undefined ? undefined : fanout?.group(key);
@@ -130,9 +133,6 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       });
       // A bad document is this operation's `error` message, never the socket's close: its other
       // subscriptions go on. graphql-armor's limits throw from validate rather than report.
-      if (holdsNul(params.variables)) {
-        return [new GraphQLError('a string holds a NUL character (U+0000), which no name or text may hold', { extensions: { code: 'INVALID' } })];
-      }
       let document;
       try {
         document = parse(params.query);

@@ -15,7 +15,7 @@ import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
-import { useDocumentNestingLimit, useNulRefusal, useReadableSearchParams } from './document-guard.js';
+import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
@@ -118,11 +118,12 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       ...(mesh.config.introspection ? [] : [disableIntrospection()]),
       ...(options.plugins ?? []),
       ...(fanout ? [liveExecutionPlugin] : []),
+      // Before the cache, whose request parser keys the parameters this one judges.
+      useParamsGuard(),
       ...(statusCache ? [statusCache.plugin] : []),
       useRequestBodyLimit(),
       useCsrfPrevention(),
       useOperationRate(rate, access),
-      useReadableSearchParams(),
     ],
   });
 
