@@ -32,7 +32,20 @@ export interface Config {
   drainSeconds: number;
   production: boolean;
   introspection: boolean;
+  /** Origins whose browser pages may call the gateway (CORS); empty: CORS off. */
+  corsOrigins: string[];
+  /** What one client may hold open: graphql-ws operations per socket, sockets per caller and per address. */
+  caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number; operationsPerSecond: number };
 }
+
+/** A dashboard runs a handful of operations on its socket; 100 is room for any screen, not for a flood. */
+const SUBSCRIPTIONS_PER_SOCKET = 100;
+/** One token may be shared by a wall of screens, not by ten thousand sockets. */
+const SOCKETS_PER_CALLER = 1_000;
+/** One machine (or one NAT) opens a few sockets per screen; 500 leaves room for an office. */
+const SOCKETS_PER_ADDRESS = 500;
+/** Operations one caller may ask a second (HTTP and graphql-ws together): dashboards ask a few, a loop gone wrong thousands. */
+const OPERATIONS_PER_SECOND = 500;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -50,6 +63,25 @@ function name(env: NodeJS.ProcessEnv, key: string, fallback: string): string {
   const value = env[key] || fallback;
   if (!isName(value)) throw new ConfigError(`${key} must be ${NAME_RULE}, got ${JSON.stringify(value)}`);
   return value;
+}
+
+/** A comma-separated list of origins (`https://ops.example.com`); `*` is refused, since answers carry credentials. */
+function origins(env: NodeJS.ProcessEnv, key: string): string[] {
+  const raw = env[key];
+  if (!raw?.trim()) return [];
+  return raw.split(',').map((entry) => {
+    const origin = entry.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(`${key} must list origins such as https://ops.example.com, comma-separated, got ${JSON.stringify(entry)}`);
+    }
+    return origin;
+  });
 }
 
 /** Reads the environment once; throws ConfigError naming the variable that is wrong. */
@@ -78,5 +110,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     drainSeconds: int(env, 'MESH_DRAIN_S', 10),
     production: env.NODE_ENV === 'production',
     introspection: env.MESH_INTROSPECTION !== 'off',
+    corsOrigins: origins(env, 'MESH_CORS_ORIGINS'),
+    caps: {
+      subscriptionsPerSocket: int(env, 'MESH_WS_OPERATIONS_PER_SOCKET', SUBSCRIPTIONS_PER_SOCKET, 1),
+      socketsPerCaller: int(env, 'MESH_WS_SOCKETS_PER_CALLER', SOCKETS_PER_CALLER, 1),
+      socketsPerAddress: int(env, 'MESH_WS_SOCKETS_PER_ADDRESS', SOCKETS_PER_ADDRESS, 1),
+      operationsPerSecond: int(env, 'MESH_OPS_PER_SECOND', OPERATIONS_PER_SECOND, 1),
+    },
   };
 }

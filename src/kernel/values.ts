@@ -7,10 +7,70 @@ export function oneOf<T extends string>(value: unknown, allowed: readonly T[], f
   return value as T;
 }
 
-/** An instant given as a Date or an ISO 8601 string; undefined when absent, Invalid when unreadable. */
+/**
+ * The instants an argument may name: years 0001 to 9999, four-digit ISO 8601 years, all of which
+ * PostgreSQL's timestamptz holds (JavaScript reaches year -271821, PostgreSQL 4713 BC only).
+ */
+export const INSTANT_EARLIEST = new Date('0001-01-01T00:00:00.000Z');
+export const INSTANT_LATEST = new Date('9999-12-31T23:59:59.999Z');
+
+/** Why a Date cannot be taken as an instant, or undefined when it can. */
+export function instantFault(date: Date): string | undefined {
+  if (Number.isNaN(date.getTime())) return 'must be an ISO 8601 instant';
+  if (date < INSTANT_EARLIEST || date > INSTANT_LATEST) return `must be between ${INSTANT_EARLIEST.toISOString()} and ${INSTANT_LATEST.toISOString()}`;
+  return undefined;
+}
+
+/** An instant given as a Date or an ISO 8601 string; undefined when absent, Invalid when unreadable or out of range. */
 export function instant(value: unknown, field: string): Date | undefined {
   if (value === undefined || value === null) return undefined;
   const date = value instanceof Date ? value : typeof value === 'string' ? new Date(value) : undefined;
-  if (!date || Number.isNaN(date.getTime())) throw new Invalid(`${field} must be an ISO 8601 instant`, field);
+  const fault = date ? instantFault(date) : 'must be an ISO 8601 instant';
+  if (fault) throw new Invalid(`${field} ${fault}`, field);
   return date;
+}
+
+/**
+ * Free text as given, when it is a string of at most `max` characters without a NUL (which
+ * PostgreSQL's text cannot hold); undefined when absent. Invalid naming the field otherwise.
+ */
+export function freeText(value: unknown, field: string, max: number): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new Invalid(`${field} must be a string`, field);
+  if (value.includes('\u0000')) throw new Invalid(`${field} holds a NUL character (U+0000), which no text may hold`, field);
+  if (value.length > max) throw new Invalid(`${field} is ${value.length} characters; at most ${max}`, field);
+  return value;
+}
+
+/**
+ * How deeply a JSON argument may nest. Protocols and verb arguments nest a few levels; 100,000
+ * levels overflowed `JSON.stringify` where a call is recorded.
+ */
+export const JSON_DEPTH_MAX = 32;
+
+/** Whether a JSON value nests deeper than JSON_DEPTH_MAX (arrays and objects); iterative, stops at the bound. */
+export function jsonTooDeep(value: unknown, max = JSON_DEPTH_MAX): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth + 1 > max) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** Whether a value holds a NUL character in any string or object key, nested up to JSON_DEPTH_MAX. */
+export function holdsNul(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const item = stack.pop();
+    if (typeof item === 'string') {
+      if (item.includes('\u0000')) return true;
+    } else if (item !== null && typeof item === 'object') {
+      if (Array.isArray(item)) for (const child of item) stack.push(child);
+      else for (const [key, child] of Object.entries(item)) stack.push(key, child);
+    }
+  }
+  return false;
 }

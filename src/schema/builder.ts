@@ -4,6 +4,7 @@ import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
 import { Conflict, Forbidden, Invalid, NotFound } from '../kernel/errors.js';
+import { INSTANT_EARLIEST, INSTANT_LATEST, instantFault, JSON_DEPTH_MAX, jsonTooDeep } from '../kernel/values.js';
 import type { GatewayContext } from './context.js';
 
 export interface SchemaTypes {
@@ -34,17 +35,26 @@ export const builder = new SchemaBuilder<SchemaTypes>({
   relay: { clientMutationId: 'omit', cursorType: 'String' },
 });
 
+const invalid = (message: string) => new GraphQLError(message, { extensions: { code: 'INVALID' } });
+
 function parseDateTime(value: unknown): Date {
   const date = typeof value === 'string' ? new Date(value) : undefined;
-  if (!date || Number.isNaN(date.getTime())) throw new GraphQLError(`DateTime must be an ISO 8601 string, got ${JSON.stringify(value)}`);
+  if (!date || Number.isNaN(date.getTime())) throw invalid(`DateTime must be an ISO 8601 string, got ${JSON.stringify(value)?.slice(0, 60)}`);
+  const fault = instantFault(date);
+  if (fault) throw invalid(`DateTime ${fault}, got ${JSON.stringify(value).slice(0, 60)}`);
   return date;
+}
+
+function parseJson(value: unknown): unknown {
+  if (jsonTooDeep(value)) throw invalid(`JSON nests more than ${JSON_DEPTH_MAX} deep`);
+  return value;
 }
 
 builder.addScalarType(
   'DateTime',
   new GraphQLScalarType({
     name: 'DateTime',
-    description: 'An instant, as an ISO 8601 string in UTC.',
+    description: `An instant, as an ISO 8601 string in UTC, from ${INSTANT_EARLIEST.toISOString()} to ${INSTANT_LATEST.toISOString()}.`,
     serialize: (value) => (value instanceof Date ? value.toISOString() : new Date(value as string).toISOString()),
     parseValue: parseDateTime,
     parseLiteral: (ast) => parseDateTime(ast.kind === Kind.STRING ? ast.value : undefined),
@@ -76,10 +86,10 @@ builder.addScalarType(
   'JSON',
   new GraphQLScalarType({
     name: 'JSON',
-    description: 'Any JSON value.',
+    description: `Any JSON value, nested at most ${JSON_DEPTH_MAX} deep.`,
     serialize: (value) => value,
-    parseValue: (value) => value,
-    parseLiteral: literal,
+    parseValue: parseJson,
+    parseLiteral: (ast, variables) => parseJson(literal(ast, variables)),
   }),
 );
 

@@ -9,6 +9,8 @@ import { operationKey } from '../fanout/operation-key.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
+import { variablesRefusal } from './document-guard.js';
+import type { OperationRate } from './rate-limit.js';
 
 /** How often each socket is pinged; one that has not answered the previous ping by then is ended. */
 const KEEP_ALIVE_MS = 12_000;
@@ -27,6 +29,29 @@ export interface GraphqlWsOptions {
   /** Serves the live status subscriptions; without it every subscription is executed per subscriber. */
   fanout?: Fanout;
   keepAliveMs?: number;
+  /** What one client may hold open; over a cap a socket is closed 4429, an operation answered with an error. */
+  caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
+  /** Each operation counts against its caller's rate; over it, that operation's error. */
+  rate: OperationRate;
+}
+
+/** graphql-ws's own 4429 (Too many initialisation requests), used for every cap a socket breaks. */
+const TOO_MANY = CloseCode.TooManyInitialisationRequests;
+
+/** Counts per key, a key removed at zero: as many entries as there are open sockets, at most. */
+class Counter {
+  private readonly counts = new Map<string, number>();
+  get(key: string): number {
+    return this.counts.get(key) ?? 0;
+  }
+  add(key: string): void {
+    this.counts.set(key, this.get(key) + 1);
+  }
+  remove(key: string): void {
+    const left = this.get(key) - 1;
+    if (left > 0) this.counts.set(key, left);
+    else this.counts.delete(key);
+  }
 }
 
 type Roots = { execute(args: ExecutionArgs): unknown; subscribe(args: ExecutionArgs): unknown };
@@ -36,27 +61,64 @@ const reasonOf = (error: unknown) => {
   return reason.length < 124 ? reason : 'Internal server error';
 };
 
+/** A thrown parse or validation failure as this operation's error: a GraphQLError as it is, anything else logged and named plainly. */
+function refusal(error: unknown, logger: Logger): GraphQLError {
+  if (error instanceof GraphQLError) {
+    // `http` says how Yoga answers over HTTP; a socket has no status to set.
+    const { http: _status, ...extensions } = error.extensions;
+    return _status === undefined ? error : new GraphQLError(error.message, { nodes: error.nodes, extensions });
+  }
+  logger.error({ err: error }, 'validating a graphql-ws operation failed');
+  return new GraphQLError('the operation could not be parsed or validated', { extensions: { code: 'INTERNAL' } });
+}
+
 /**
  * graphql-ws (its `makeServer`, on sockets of `ws`) at the Yoga endpoint. `connection_init` must
  * carry a token the access file knows (refused: close 4403). Every operation goes through Yoga's
  * envelop (auth, context, limits, masking); a subscription of a live status field joins the
  * fanout's group for its operation and caller instead of being executed for this subscriber alone.
  */
-export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): { dispose(): Promise<void> } {
+export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): { dispose(): Promise<void> } {
+  const perAddress = new Counter();
+  const perCaller = new Counter();
+  /** The caller each acknowledged socket is counted under. */
+  const counted = new WeakMap<WebSocket, string>();
   const server = makeServer<Record<string, unknown>, WsExtra>({
     execute: (args) => (args.rootValue as Roots).execute(args) as never,
     subscribe: (args) => (args.rootValue as Roots).subscribe(args) as never,
     onConnect: (ctx: WsContext<Record<string, unknown>, WsExtra>) => {
       const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
+      let caller: Caller;
       try {
-        ctx.extra.caller = access.callerFor(typeof authorization === 'string' ? authorization : undefined);
-        return true;
+        caller = access.callerFor(typeof authorization === 'string' ? authorization : undefined);
       } catch {
         return false; // graphql-ws closes the socket with 4403 Forbidden
       }
+      if (perCaller.get(caller.name) >= caps.socketsPerCaller) {
+        logger.info({ caller: caller.name, cap: caps.socketsPerCaller }, 'WebSocket refused: sockets per caller');
+        ctx.extra.socket.close(TOO_MANY, `${caller.name} has ${caps.socketsPerCaller} sockets open; at most ${caps.socketsPerCaller}`);
+        return false;
+      }
+      ctx.extra.caller = caller;
+      perCaller.add(caller.name);
+      counted.set(ctx.extra.socket, caller.name);
+      return true;
     },
     onSubscribe: async (ctx, id, params) => {
+      // This operation is among them already (graphql-ws notes its id before asking).
+      if (Object.keys(ctx.subscriptions).length > caps.subscriptionsPerSocket) {
+        return [
+          new GraphQLError(`this socket runs ${caps.subscriptionsPerSocket} operations; at most ${caps.subscriptionsPerSocket}: complete one first`, {
+            extensions: { code: 'TOO_MANY_REQUESTS' },
+          }),
+        ];
+      }
       const caller = ctx.extra.caller as Caller;
+      const wait = rate.take(caller.name);
+      if (wait > 0) return [refusal(rate.refusal(caller.name, wait), logger)];
+      // Judged before operationKey serializes them.
+      const badVariables = variablesRefusal(params.variables);
+      if (badVariables) return [refusal(badVariables, logger)];
       const socket = ctx.extra.socket;
       const key = fanout ? operationKey(caller, params) : undefined;
       const existing = key === undefined ? undefined : fanout?.group(key);
@@ -69,14 +131,16 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs 
         params,
         caller,
       });
+      // A bad document is this operation's `error` message, never the socket's close: its other
+      // subscriptions go on. graphql-armor's limits throw from validate rather than report.
       let document;
       try {
         document = parse(params.query);
+        const errors = validate(schema, document);
+        if (errors.length) return errors;
       } catch (error) {
-        return [error instanceof GraphQLError ? error : new GraphQLError(String(error))];
+        return [refusal(error, logger)];
       }
-      const errors = validate(schema, document);
-      if (errors.length) return errors;
 
       const field = fanout?.liveField(document, params.operationName);
       if (fanout && key !== undefined && field) {
@@ -124,6 +188,18 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, keepAliveMs 
   const alive = new WeakSet<WebSocket>();
 
   wss.on('connection', (socket, request) => {
+    const address = request.socket.remoteAddress ?? 'unknown';
+    if (perAddress.get(address) >= caps.socketsPerAddress) {
+      logger.info({ address, cap: caps.socketsPerAddress }, 'WebSocket refused: sockets per address');
+      socket.close(TOO_MANY, `${caps.socketsPerAddress} sockets are open from this address; at most ${caps.socketsPerAddress}`);
+      return;
+    }
+    perAddress.add(address);
+    socket.once('close', () => {
+      perAddress.remove(address);
+      const caller = counted.get(socket);
+      if (caller !== undefined) perCaller.remove(caller);
+    });
     alive.add(socket);
     socket.on('pong', () => alive.add(socket));
     socket.once('error', (error) => {

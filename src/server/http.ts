@@ -14,7 +14,10 @@ import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
+import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
+import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
 import { serveGraphqlWs } from './graphql-ws.js';
+import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
 
@@ -63,12 +66,15 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     }
   };
 
+  const rate = new OperationRate(mesh.config.caps.operationsPerSecond);
   const fanout = mesh.status ? new Fanout({ feed: mesh.status, fields: LIVE_STATUS_FIELDS, logger }) : undefined;
   const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
     schema: options.schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // No MESH_CORS_ORIGINS: no page of another origin may read an answer (Yoga's default echoes any Origin).
+    cors: mesh.config.corsOrigins.length ? { origin: mesh.config.corsOrigins, credentials: true } : false,
     // Bounded by useRequestBodyLimit below, at the same size, without a counting stream per POST.
     maxRequestBodySize: false,
     graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS' },
@@ -109,26 +115,45 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         maxDirectives: { n: QUERY_LIMITS.directives },
         blockFieldSuggestion: { enabled: mesh.config.production },
       }),
+      // After the armor, whose token limit replaces the parse function this one wraps.
+      useDocumentNestingLimit(),
+      useNulRefusal(),
       ...(mesh.config.introspection ? [] : [disableIntrospection()]),
       ...(options.plugins ?? []),
       ...(fanout ? [liveExecutionPlugin] : []),
+      // Before the cache, whose request parser keys the parameters this one judges.
+      useParamsGuard(),
       ...(statusCache ? [statusCache.plugin] : []),
       useRequestBodyLimit(),
+      useCsrfPrevention(),
+      useOperationRate(rate, access),
     ],
   });
 
   const drain = createDrain(mesh.config.replica);
-  const server = createServer(drain.handler(yoga));
+  // An open gateway (no tokens) listens on loopback; a page of a DNS name rebound to 127.0.0.1
+  // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
+  const loopbackOnly = access.open;
+  const server = createServer(
+    drain.handler((request, response) => {
+      if (loopbackOnly && refuseForeignHost(request, response)) return;
+      void yoga(request, response);
+    }),
+  );
   const wss = new WebSocketServer({
     server,
     path: '/graphql',
     maxPayload: 1 << 20,
-    // A draining replica takes no new socket: the client reconnects elsewhere.
-    verifyClient: (_info, accept) =>
-      drain.draining ? accept(false, 503, 'the gateway is stopping', { 'Retry-After': String(DRAIN_RETRY_AFTER_S) }) : accept(true),
+    verifyClient: ({ req }, accept) => {
+      // A draining replica takes no new socket: the client reconnects elsewhere.
+      if (drain.draining) return accept(false, 503, 'the gateway is stopping', { 'Retry-After': String(DRAIN_RETRY_AFTER_S) });
+      if (!loopbackOnly || isLoopbackHost(req.headers.host)) return accept(true);
+      logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
+      accept(false, 403, foreignHostMessage(req.headers.host));
+    },
   });
 
-  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout });
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, rate });
 
   return {
     yoga,

@@ -4,6 +4,7 @@ import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
 import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
+import { holdsNul, JSON_DEPTH_MAX, jsonTooDeep } from '../../kernel/values.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import type { ArgType, Verb } from '../seats/protocol.js';
 import { aliasesOfSeats, type Db, seatByName } from '../seats/seats.js';
@@ -67,6 +68,8 @@ export function judgeArgs(seat: string, verb: Verb, args: unknown): Record<strin
   const where = `${seat}.${verb.name}`;
   if (args === undefined || args === null) args = {};
   if (typeof args !== 'object' || Array.isArray(args)) throw new Invalid(`the arguments of ${where} must be a JSON object, got ${describe(args)}`, 'args');
+  if (jsonTooDeep(args)) throw new Invalid(`the arguments of ${where} nest more than ${JSON_DEPTH_MAX} deep`, 'args');
+  if (holdsNul(args)) throw new Invalid(`the arguments of ${where} hold a NUL character (U+0000), which no text may hold`, 'args');
   const given = args as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const name of Object.keys(given)) {

@@ -6,7 +6,7 @@ import { KvView } from '../../bus/kv-view.js';
 import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
-import { oneOf } from '../../kernel/values.js';
+import { JSON_DEPTH_MAX, jsonTooDeep, oneOf } from '../../kernel/values.js';
 import { aliasesOfSeats, type Db, resolveSeatName } from '../seats/seats.js';
 
 /** A call's answer is kept up to this many bytes of JSON: enough to read, small enough that 1000 fit in memory. */
@@ -113,6 +113,8 @@ async function write(mesh: CallsMesh, call: Call): Promise<Call> {
 }
 
 function keptArgs(args: unknown): { args: unknown; argsTruncated: boolean } {
+  // A refused call is recorded with what it was given: too deep to serialize, it is named, not kept.
+  if (jsonTooDeep(args)) return { args: `(arguments nested more than ${JSON_DEPTH_MAX} deep, not kept)`, argsTruncated: true };
   const text = JSON.stringify(args ?? {});
   const bounded = boundText(text, ARGS_BOUND);
   return bounded.truncated ? { args: bounded.text, argsTruncated: true } : { args: args ?? {}, argsTruncated: false };
@@ -263,9 +265,11 @@ export interface CallQuery {
 /**
  * The `calls` reading, whichever door asks: a page of calls newest first, each read whole from the
  * bucket, older than `after` (a call id) when given; a seat matches its calls under any of its
- * names. Invalid for an unknown state or a page over CALLS_PAGE_MAX.
+ * names. Invalid for an unknown state, a negative first or a page over CALLS_PAGE_MAX.
  */
 export async function listCalls(mesh: CallsMesh & { db: Db }, query: CallQuery, page: PageRequest): Promise<Call[]> {
+  // A page asks for first + 1 to know whether another follows: below 1, first was negative.
+  if (page.limit < 1) throw new Invalid('first must be 0 or more', 'first');
   if (page.limit > CALLS_PAGE_MAX + 1) throw new Invalid(`at most ${CALLS_PAGE_MAX} calls a page`, 'first');
   const state = oneOf(query.state, CALL_STATES, 'state');
   const seats = query.seat == null ? undefined : await seatNamesFor(mesh.db, query.seat);

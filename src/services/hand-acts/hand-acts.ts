@@ -50,6 +50,7 @@ export function checkWhy(why: unknown): string {
 function text(value: unknown, field: string, max: number): string | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'string') throw new Invalid(`${field} must be a string`, field);
+  if (value.includes('\u0000')) throw new Invalid(`${field} holds a NUL character (U+0000), which no text may hold`, field);
   const trimmed = value.trim();
   if (trimmed.length > max) throw new Invalid(`${field} is ${trimmed.length} characters; at most ${max}`, field);
   return trimmed === '' ? null : trimmed;
@@ -155,6 +156,8 @@ export function leaveHandAct(
 
 /** Hand-acts newest first, at or after `since`, of one cause, actor, act and target when given; paged by id. */
 export function listHandActs(mesh: HandActLog, filter: HandActFilter, page: PageRequest): HandAct[] {
+  // A page asks for first + 1 to know whether another follows: below 1, first was negative.
+  if (page.limit < 1) throw new Invalid('first must be 0 or more', 'first');
   if (page.limit > HAND_ACTS_PAGE_MAX + 1) throw new Invalid(`at most ${HAND_ACTS_PAGE_MAX} hand-acts a page`, 'first');
   return pageOf(within(mesh, filter), page);
 }

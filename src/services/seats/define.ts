@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { Invalid } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
+import { freeText } from '../../kernel/values.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
 import { parseProtocol } from './protocol.js';
@@ -19,6 +20,11 @@ export interface SeatInput {
   emits?: unknown;
   serves?: unknown;
 }
+
+/** A seat's or a holding's scope is a short label (`site`, `mesh`, `machine`). */
+export const SEAT_SCOPE_MAX = 200;
+/** What a seat delivers and what was decided about it are a paragraph each, read by every `seats` reader: 4 KiB, not a document. */
+const SEAT_TEXT_MAX = 4096;
 
 const given = (value: unknown): boolean => value !== undefined && value !== null;
 
@@ -41,11 +47,14 @@ function protocolFields(input: SeatInput): { accepts?: string; emits?: string; s
 /**
  * Creates a seat, or changes the one the name resolves to: fields left out keep their value, each
  * of accepts, emits and serves separately; `protocol` given replaces all three. Refuses a bad name,
- * a protocol that is not well formed, and `protocol` beside any of the three lists (Invalid, field
+ * a scope, delivers or decided too long or holding a NUL, a protocol that is not well formed, and `protocol` beside any of the three lists (Invalid, field
  * `protocol`).
  */
 export async function defineSeat(db: Kysely<DB>, catalogue: Catalogue, input: SeatInput): Promise<Seat> {
   checkName(input.name, 'name');
+  freeText(input.scope, 'scope', SEAT_SCOPE_MAX);
+  freeText(input.delivers, 'delivers', SEAT_TEXT_MAX);
+  freeText(input.decided, 'decided', SEAT_TEXT_MAX);
   const protocol = protocolFields(input);
   return db.transaction().execute(async (tx) => {
     const present = await resolveSeatName(tx, input.name);

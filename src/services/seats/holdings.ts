@@ -1,8 +1,10 @@
 import { type Kysely, sql } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import { byName, checkName } from '../../kernel/names.js';
+import { freeText } from '../../kernel/values.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
+import { SEAT_SCOPE_MAX } from './define.js';
 import { type Db, lockSeat, type Seat, seatByName } from './seats.js';
 
 export interface Holding {
@@ -72,6 +74,7 @@ async function judgeHolder(tx: Db, catalogue: Catalogue, request: HolderRequest)
   checkName(request.seat, 'seat');
   checkName(request.machine, 'machine');
   checkName(request.module, 'module');
+  freeText(request.scope, 'scope', SEAT_SCOPE_MAX);
   const seat = await seatByName(tx, catalogue, request.seat);
   const machine = await tx.selectFrom('machine').select('name').where('name', '=', request.machine).executeTakeFirst();
   if (!machine) throw new NotFound('machine', request.machine);

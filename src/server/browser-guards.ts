@@ -1,0 +1,57 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+
+/**
+ * The header that marks a request as sent by a script that could set headers, which a cross-site
+ * form or `text/plain` POST cannot: graphql-yoga's CSRF prevention header, kept by that name.
+ */
+const CSRF_HEADER = 'x-graphql-yoga-csrf';
+
+/**
+ * Content types a browser sends cross-site without a CORS preflight (the "simple" ones); any
+ * other content type was preflighted, so CORS already judged the page that sent it.
+ */
+const SIMPLE_CONTENT_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'];
+
+/** The names a loopback gateway answers to: anything else in `Host` is a rebound DNS name. */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * graphql-yoga's CSRF prevention (`@graphql-yoga/plugin-csrf-prevention`, the same rule): a
+ * request without a content type, or with one a browser sends cross-site without a preflight,
+ * must carry `x-graphql-yoga-csrf`; refused 403 before its body is parsed (so before any plugin's
+ * request parser, the status query cache's included).
+ */
+export function useCsrfPrevention(): Plugin {
+  return {
+    onRequestParse({ request }) {
+      const type = request.headers.get('content-type')?.trim().toLowerCase();
+      if (type && !SIMPLE_CONTENT_TYPES.some((simple) => type.startsWith(simple))) return;
+      if (request.headers.has(CSRF_HEADER)) return;
+      throw new GraphQLError(`a request without a JSON content type must carry the ${CSRF_HEADER} header (cross-site request forgery prevention)`, {
+        extensions: { code: 'CSRF_REFUSED', http: { status: 403 } },
+      });
+    },
+  };
+}
+
+/** Whether a `Host` header names this machine's loopback (`127.0.0.1`, `localhost`, `[::1]`), with any port. */
+export function isLoopbackHost(host: string | undefined): boolean {
+  if (!host) return false;
+  const name = host.toLowerCase().replace(/:\d*$/, '');
+  return LOOPBACK_HOSTS.has(name);
+}
+
+/** The message a request with a foreign `Host` gets from a loopback gateway. */
+export const foreignHostMessage = (host: string | undefined) =>
+  `this gateway has no MESH_TOKENS_FILE and answers loopback names only (127.0.0.1, localhost, [::1]); Host ${JSON.stringify(host ?? '')} is refused`;
+
+/** Answers a request with a foreign `Host` 403 with a GraphQL error body; true when it did. */
+export function refuseForeignHost(request: IncomingMessage, response: ServerResponse): boolean {
+  if (isLoopbackHost(request.headers.host)) return false;
+  const body = JSON.stringify({ errors: [{ message: foreignHostMessage(request.headers.host), extensions: { code: 'FORBIDDEN_HOST' } }] });
+  response.writeHead(403, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  response.end(body);
+  return true;
+}

@@ -1,0 +1,61 @@
+import { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Access } from '../services/access/tokens.js';
+
+/** A caller may spend up to this many seconds' worth of operations at once, then its rate. */
+const BURST_SECONDS = 2;
+
+/**
+ * Operations per second per caller, as token buckets: one bucket per caller name, and names come
+ * only from the tokens file (or `local`), so the map is bounded by it.
+ */
+export class OperationRate {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    readonly perSecond: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Takes one operation for `caller`: 0 when allowed, else the whole seconds to wait before the next. */
+  take(caller: string): number {
+    const burst = this.perSecond * BURST_SECONDS;
+    const now = this.now();
+    const bucket = this.buckets.get(caller) ?? { tokens: burst, at: now };
+    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond);
+    bucket.at = now;
+    this.buckets.set(caller, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.perSecond));
+  }
+
+  /** The refusal of an operation over the rate, with the seconds to wait. */
+  refusal(caller: string, retryAfter: number): GraphQLError {
+    return new GraphQLError(`${caller} asks more than ${this.perSecond} operations a second; retry after ${retryAfter} s`, {
+      extensions: { code: 'TOO_MANY_REQUESTS', retryAfter, http: { status: 429, headers: { 'Retry-After': String(retryAfter) } } },
+    });
+  }
+}
+
+/**
+ * Counts every HTTP operation (SSE included) against its caller's rate before its body is parsed,
+ * so before the status query cache answers; over the rate: HTTP 429 with `Retry-After`. A request
+ * whose token is refused is left to the ordinary 401.
+ */
+export function useOperationRate(rate: OperationRate, access: Access): Plugin {
+  return {
+    onRequestParse({ request }) {
+      let caller: string;
+      try {
+        caller = access.callerFor(request.headers.get('authorization')).name;
+      } catch {
+        return;
+      }
+      const wait = rate.take(caller);
+      if (wait > 0) throw rate.refusal(caller, wait);
+    },
+  };
+}

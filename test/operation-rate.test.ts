@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
+import { RawWsClient } from './fixtures/ws-client.js';
+
+let env: TestEnv;
+let gw: TestGateway;
+let tokens: ReturnType<typeof aTokensFile>;
+beforeAll(async () => {
+  env = await testEnv('oprate');
+  tokens = aTokensFile([
+    { name: 'looper', scopes: ['read'], token: 'looper-token' },
+    { name: 'calm', scopes: ['read'], token: 'calm-token' },
+  ]);
+  // 5 a second, 10 at once.
+  gw = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path, MESH_OPS_PER_SECOND: '5' });
+});
+afterAll(async () => {
+  await gw?.stop();
+  await env?.cleanup();
+  tokens?.remove();
+});
+
+const ask = (token: string) =>
+  fetch(gw.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query: '{ __typename }' }),
+  });
+
+test('past MESH_OPS_PER_SECOND a caller is answered 429 with Retry-After; another caller is not; it may ask again after waiting', async () => {
+  const answers = [];
+  for (let i = 0; i < 14; i++) answers.push(await ask('looper-token'));
+  const statuses = answers.map((r) => r.status);
+  expect(statuses.slice(0, 10)).toEqual(Array(10).fill(200));
+  const refused = answers.find((r) => r.status === 429)!;
+  expect(refused).toBeDefined();
+  expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  expect(((await refused.json()) as any).errors[0]).toMatchObject({
+    message: 'looper asks more than 5 operations a second; retry after 1 s',
+    extensions: { code: 'TOO_MANY_REQUESTS' },
+  });
+  expect((await ask('calm-token')).status).toBe(200);
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  expect((await ask('looper-token')).status).toBe(200);
+});
+
+test('over graphql-ws an operation past the rate is answered with an error; the socket goes on', async () => {
+  await new Promise((resolve) => setTimeout(resolve, 2_100)); // a full bucket
+  const client = await RawWsClient.connect(gw.url, 'Bearer looper-token');
+  for (let i = 0; i < 14; i++) client.subscribe(`q${i}`, '{ __typename }');
+  await client.until(() => client.completed.size + client.errors.length >= 14, 5_000, 'every answer');
+  expect(client.errors.length).toBeGreaterThan(0);
+  expect(client.errors[0]!.payload).toMatchObject([
+    { message: expect.stringMatching(/looper asks more than 5 operations a second/), extensions: { code: 'TOO_MANY_REQUESTS' } },
+  ]);
+  expect(client.socket.readyState).toBe(client.socket.OPEN);
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  client.subscribe('later', '{ __typename }');
+  await client.until(() => client.completed.has('later'), 5_000, 'a later operation');
+  expect(client.of('later')[0]!.payload).toEqual({ data: { __typename: 'Query' } });
+  await client.close();
+});
+
+test('MESH_OPS_PER_SECOND=0 stops the start, naming it', () => {
+  expect(() => loadConfig({ MESH_OPS_PER_SECOND: '0' })).toThrow(ConfigError);
+  expect(() => loadConfig({ MESH_OPS_PER_SECOND: '0' })).toThrow(/MESH_OPS_PER_SECOND/);
+});
