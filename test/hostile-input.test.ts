@@ -48,7 +48,9 @@ async function gql(query: string, variables?: Record<string, unknown>): Promise<
 /** A NATS request to a controller verb: its answer body and the call id it was recorded under. */
 async function natsCall(verb: string, body: object | string): Promise<{ body: any; callId: string | undefined }> {
   // Sent on the subject named by its user, as the shipped account has every client send (docs/calls.md).
-  const reply = await nc.request(`${env.subjects}.seat.${env.controller}.${verb}.hostile-tester`, typeof body === 'string' ? body : JSON.stringify(body), { timeout: 10_000 });
+  const reply = await nc.request(`${env.subjects}.seat.${env.controller}.${verb}.hostile-tester`, typeof body === 'string' ? body : JSON.stringify(body), {
+    timeout: 10_000,
+  });
   return { body: reply.json<any>(), callId: reply.headers?.get('Mesh-Call') };
 }
 
