@@ -18,6 +18,7 @@ import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as composer from '../src/services/status/composer.js';
 import * as feed from '../src/services/status/feed.js';
+import * as store from '../src/store/db.js';
 
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.
 // "collected for 5 ms (`NEWS_BATCH_MS`)": this test reads every such figure and compares it
@@ -41,6 +42,7 @@ const modules = [
   leases,
   composer,
   feed,
+  store,
 ];
 const constants = new Map<string, unknown>(modules.flatMap((m) => Object.entries(m)));
 
