@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ensureBuckets } from './bus/buckets.js';
 import { connectBus } from './bus/nats.js';
+import { ensureNewsStream } from './bus/news-stream.js';
 import { subjectsUnder } from './bus/subjects.js';
 import type { Config } from './config.js';
 import { isStoreUnavailable } from './kernel/errors.js';
@@ -96,7 +97,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const responder = startResponder(mesh);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
-    const news = startNewsIngest(mesh);
+    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger);
+    const news = startNewsIngest(mesh, newsStream.consumer);
     const composer = startComposer(mesh);
     const applyTimeouts = startApplyTimeouts(mesh);
     stops.push(

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
+import * as newsStream from '../src/bus/news-stream.js';
 import * as names from '../src/kernel/names.js';
 import * as server from '../src/server/http.js';
 import * as requestBodyLimit from '../src/server/request-body-limit.js';
@@ -26,6 +27,7 @@ import * as store from '../src/store/db.js';
 const modules = [
   buckets,
   nats,
+  newsStream,
   names,
   server,
   requestBodyLimit,
