@@ -23,8 +23,11 @@ export const NEWS_BATCH_MAX = 100_000;
 export const NEWS_PENDING_MAX = 200_000;
 /** One pull from the news stream asks for at most this many messages (STACK.md's measured figure). */
 export const NEWS_FETCH_MAX = 10_000;
-/** A pull waits this long for messages before the next is asked: the client's minimum. */
-const NEWS_FETCH_EXPIRES_MS = 1_000;
+/**
+ * A pull waits this long for messages before the next is asked. Its idle heartbeat is half of it:
+ * long enough that a process busy writing a large batch does not miss one and drop the pull.
+ */
+const NEWS_FETCH_EXPIRES_MS = 10_000;
 /** After a pull failed (NATS restarting, the consumer being re-created) the next is tried this much later. */
 export const NEWS_PULL_RETRY_MS = 1_000;
 /**
