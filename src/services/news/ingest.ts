@@ -62,7 +62,7 @@ export interface NewsStats {
 
 export interface NewsIngest {
   stats: NewsStats;
-  /** Resolves once everything received so far is written. */
+  /** Resolves once everything received so far is written (or handed back); logs the malformed news counted and not yet logged. */
   flush(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -136,6 +136,66 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
   if (builds.length) mesh.events.emit('news', 'build');
 }
 
+/**
+ * Malformed news is logged at most once per this interval (plus the first at once): a broken agent
+ * shows within seconds, and a flood of junk costs one line per interval, not one per message.
+ */
+export const MALFORMED_LOG_EVERY_MS = 10_000;
+/** A summary line carries at most this many samples (subject, reason, size). */
+export const MALFORMED_SAMPLES_MAX = 5;
+
+interface MalformedSample {
+  subject: string;
+  reason: string;
+  bytes: number;
+}
+
+/**
+ * Logs malformed news: the first of a quiet period at once, the rest as one summary per
+ * MALFORMED_LOG_EVERY_MS with the count and up to MALFORMED_SAMPLES_MAX samples. `drain` logs what
+ * is counted and not yet logged.
+ */
+function malformedLog(logger: Logger): { note(sample: MalformedSample): void; drain(): void; stop(): void } {
+  let count = 0;
+  let samples: MalformedSample[] = [];
+  let since = 0;
+  let window: NodeJS.Timeout | undefined;
+  const drain = () => {
+    if (count === 0) return;
+    logger.warn({ count, samples, sinceMs: Date.now() - since }, 'malformed news ignored');
+    count = 0;
+    samples = [];
+  };
+  const tick = () => {
+    window = undefined;
+    if (count === 0) return; // quiet: the next one is logged at once
+    drain();
+    open();
+  };
+  const open = () => {
+    since = Date.now();
+    window = setTimeout(tick, MALFORMED_LOG_EVERY_MS);
+    window.unref();
+  };
+  return {
+    note(sample) {
+      if (!window) {
+        logger.warn({ count: 1, samples: [sample], ...sample }, 'malformed news ignored');
+        open();
+        return;
+      }
+      count++;
+      if (samples.length < MALFORMED_SAMPLES_MAX) samples.push(sample);
+    },
+    drain,
+    stop() {
+      drain();
+      if (window) clearTimeout(window);
+      window = undefined;
+    },
+  };
+}
+
 /** One message pulled and judged, held until its batch is written. */
 interface Held {
   news: Judged;
@@ -161,6 +221,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
   let resumeAt = 0;
   let backoff = STORE_WAIT_FIRST_MS;
   let fetching: ConsumerMessages | undefined;
+  const malformed = malformedLog(mesh.logger);
   const naps = new Set<() => void>();
   const wake = () => {
     for (const resolve of naps) resolve();
@@ -248,7 +309,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
     if (news.type === 'malformed') {
       stats.malformed++;
       msg.term();
-      mesh.logger.warn({ subject: msg.subject, reason: news.reason, bytes: msg.data.length }, 'malformed news ignored');
+      malformed.note({ subject: msg.subject, reason: news.reason, bytes: msg.data.length });
       return;
     }
     pending.push({ news, msg });
@@ -284,6 +345,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
 
   const flush = () =>
     new Promise<void>((resolve) => {
+      malformed.drain();
       if (!writing && pending.length === 0) return resolve();
       idle.push(resolve);
       if (timer) {
@@ -302,6 +364,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
       await pulling;
       resumeAt = 0;
       await flush();
+      malformed.stop();
       if (timer) clearTimeout(timer);
       idle = [];
     },
