@@ -56,9 +56,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     dataDir: config.dataDir,
     onQuery,
     onError: (err, sql) => {
-      // An outage fails every statement: one line each, without a stack, is enough to see it.
-      if (isStoreUnavailable(err)) logger.warn({ err: String(err), sql }, 'SQL statement failed: the store is unavailable');
-      else logger.error({ err, sql }, 'SQL statement failed');
+      // An outage fails every statement: whoever meets it (a request, the ingest, the composer) logs it once, at warn.
+      if (!isStoreUnavailable(err)) logger.error({ err, sql }, 'SQL statement failed');
     },
     onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
   });
