@@ -7,6 +7,7 @@ import { connect } from '@nats-io/transport-node';
 import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
+import { newsStreamName } from '../src/bus/news-stream.js';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
 import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
@@ -185,7 +186,7 @@ export async function run(): Promise<string> {
       await new Promise((resolve) => child.once('exit', resolve));
       const published = JSON.parse(out.trim().split('\n').pop()!) as { sent: number; seconds: number };
       const drainDeadline = Date.now() + 120_000;
-      while (gateway.news.stats.ingested + gateway.news.stats.dropped + gateway.news.stats.failed - n0 < published.sent && Date.now() < drainDeadline) {
+      while (gateway.news.stats.ingested + gateway.news.stats.poison - n0 < published.sent && Date.now() < drainDeadline) {
         await new Promise((r) => setTimeout(r, 5));
       }
       lastAt = Date.now();
@@ -199,7 +200,7 @@ export async function run(): Promise<string> {
       let maxPerSecond = 0;
       for (const s of seqs) maxPerSecond = Math.max(maxPerSecond, seqs.filter((t) => t.at >= s.at && t.at < s.at + 1000).length);
       log(
-        `news: offered ${published.sent} heartbeats at ${Math.round(published.sent / published.seconds)}/s; ingested ${ingested} (dropped ${gateway.news.stats.dropped}, failed ${gateway.news.stats.failed}, malformed ${gateway.news.stats.malformed}) in ${seconds.toFixed(2)} s = ${Math.round(ingested / seconds)}/s in ${gateway.news.stats.batches} batches`,
+        `news: offered ${published.sent} heartbeats at ${Math.round(published.sent / published.seconds)}/s; ingested ${ingested} (poison ${gateway.news.stats.poison}, redelivered ${gateway.news.stats.redelivered}, malformed ${gateway.news.stats.malformed}) in ${seconds.toFixed(2)} s = ${Math.round(ingested / seconds)}/s in ${gateway.news.stats.batches} batches`,
       );
       log(
         `compositions meanwhile: ${compositions} in ${window.toFixed(1)} s, at most ${maxPerSecond} in any second (their median tookMs ${ms(seqs.length ? median(seqs.map((t) => t.tookMs)) : 0)})`,
@@ -212,7 +213,8 @@ export async function run(): Promise<string> {
     const nc = await connect({ servers: NATS_URL }).catch(() => undefined);
     if (nc) {
       const jsm = await jetstreamManager(nc);
-      for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`KV_${controller}_`)) await jsm.streams.delete(s.config.name);
+      for await (const s of jsm.streams.list())
+        if (s.config.name.startsWith(`KV_${controller}_`) || s.config.name === newsStreamName(controller)) await jsm.streams.delete(s.config.name);
       await nc.close();
     }
   }

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
 import { ensureBuckets } from './bus/buckets.js';
 import { connectBus } from './bus/nats.js';
+import { ensureNewsStream } from './bus/news-stream.js';
 import { subjectsUnder } from './bus/subjects.js';
 import type { Config } from './config.js';
+import { isStoreUnavailable } from './kernel/errors.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server/http.js';
 import { loadAccess } from './services/access/tokens.js';
@@ -20,7 +22,7 @@ import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
 import { type Composer, startComposer } from './services/status/composer.js';
 import { startStatusFeed } from './services/status/feed.js';
-import { openStore, type Store } from './store/db.js';
+import { openStore, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 
 export interface Gateway {
@@ -39,7 +41,7 @@ export interface GatewayOptions {
 }
 
 /**
- * Opens the store, migrates it, seeds the default seats and serves. Throws on a store that cannot
+ * Opens the store (waiting, with backoff, while it cannot be reached), migrates it, seeds the default seats and serves. Throws on a store that cannot
  * be opened or migrated; stops what it started before it throws.
  */
 export async function startGateway(config: Config, { logger, onQuery }: GatewayOptions): Promise<Gateway> {
@@ -53,13 +55,20 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     onQuery,
-    onError: (err, sql) => logger.error({ err, sql }, 'SQL statement failed'),
+    onError: (err, sql) => {
+      // An outage fails every statement: whoever meets it (a request, the ingest, the composer) logs it once, at warn.
+      if (!isStoreUnavailable(err)) logger.error({ err, sql }, 'SQL statement failed');
+    },
+    onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
   });
   const stops: (() => Promise<void>)[] = [() => db.destroy()];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stopping'));
   };
   try {
+    await waitForStore(db, (err, nextDelayMs, attempt) =>
+      logger.warn({ err: String(err), attempt, nextDelayMs }, 'the store is unavailable: waiting before migrating'),
+    );
     const migrations = await migrateToLatest(db);
     for (const m of migrations) logger.info({ migration: m.migrationName, status: m.status }, 'migration');
     const catalogue = compiledCatalogue(config.controller, CONTROLLER_VERBS);
@@ -87,7 +96,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const responder = startResponder(mesh);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
-    const news = startNewsIngest(mesh);
+    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger);
+    const news = startNewsIngest(mesh, newsStream.consumer);
     const composer = startComposer(mesh);
     const applyTimeouts = startApplyTimeouts(mesh);
     stops.push(

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
+import * as newsStream from '../src/bus/news-stream.js';
 import * as names from '../src/kernel/names.js';
 import * as server from '../src/server/http.js';
 import * as ready from '../src/server/ready.js';
@@ -19,6 +20,7 @@ import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as composer from '../src/services/status/composer.js';
 import * as feed from '../src/services/status/feed.js';
+import * as store from '../src/store/db.js';
 
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.
 // "collected for 5 ms (`NEWS_BATCH_MS`)": this test reads every such figure and compares it
@@ -26,6 +28,7 @@ import * as feed from '../src/services/status/feed.js';
 const modules = [
   buckets,
   nats,
+  newsStream,
   names,
   server,
   ready,
@@ -43,6 +46,7 @@ const modules = [
   leases,
   composer,
   feed,
+  store,
 ];
 const constants = new Map<string, unknown>(modules.flatMap((m) => Object.entries(m)));
 

@@ -84,6 +84,10 @@ test('the gateway runs under the least-privilege user through a call, a hand-act
   });
   const aliceAct = acted.json<any>().answer;
   const natsCallId = acted.headers?.get('Mesh-Call');
+  // Its news goes through the news stream and its consumer, under the controller's grant.
+  alice.publish('mesh.news.machine.alice', JSON.stringify({ kind: 'heartbeat', modules: ['broker'] }));
+  await alice.flush();
+  await expect.poll(async () => (await first.gql(`{ machine(name: "alice") { heartbeats } }`)).data?.machine?.heartbeats, { timeout: 10_000 }).toBe(1);
   await alice.close();
 
   await first.kill();

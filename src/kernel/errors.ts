@@ -47,3 +47,32 @@ export class Unavailable extends DomainError {
   override name = 'Unavailable';
   readonly code = 'UNAVAILABLE';
 }
+
+/** What a caller is told while the store cannot be reached. */
+export const STORE_UNAVAILABLE_MESSAGE = 'the store is unavailable';
+
+/**
+ * PostgreSQL's codes for a server going away or refusing connections: admin_shutdown,
+ * crash_shutdown, cannot_connect_now (starting or stopping), connection_exception,
+ * connection_does_not_exist, connection_failure.
+ */
+const STORE_GONE_CODES = new Set(['57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+/** The socket's own errors when the server is not there or drops the connection. */
+const SOCKET_GONE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTCONN']);
+/** node-postgres says so in words, without a code, when a connection ends under it. */
+const GONE_MESSAGES = [/connection terminated/i, /not queryable/i, /connection error/i, /server closed the connection/i];
+
+/**
+ * Whether an error means the store cannot be reached (stopped, restarting, the network gone), as
+ * opposed to a statement it refused: the one classifier the server's masking, call records, the
+ * news ingest and the composer use. Looks through `cause` and an AggregateError's `errors`.
+ */
+export function isStoreUnavailable(error: unknown, depth = 0): boolean {
+  if (!error || typeof error !== 'object' || depth > 4) return false;
+  if (error instanceof Unavailable) return false; // already said, in the domain's words
+  const { code, message, cause, errors } = error as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof code === 'string' && (STORE_GONE_CODES.has(code) || SOCKET_GONE_CODES.has(code))) return true;
+  if (typeof code !== 'string' && typeof message === 'string' && GONE_MESSAGES.some((m) => m.test(message))) return true;
+  if (Array.isArray(errors) && errors.some((e) => isStoreUnavailable(e, depth + 1))) return true;
+  return isStoreUnavailable(cause, depth + 1);
+}

@@ -8,7 +8,7 @@ import { WebSocketServer } from 'ws';
 import { Fanout, liveExecutionPlugin } from '../fanout/engine.js';
 import { LIVE_STATUS_FIELDS, STATUS_QUERY_FIELDS } from '../fanout/status-fields.js';
 import { type StatusQueryCache, statusQueryCache } from '../fanout/status-query-cache.js';
-import { DomainError } from '../kernel/errors.js';
+import { DomainError, isStoreUnavailable, STORE_UNAVAILABLE_MESSAGE } from '../kernel/errors.js';
 import { createLoaders } from '../resolvers/loaders.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
@@ -85,6 +85,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       error: (...args) => {
         const refusal = args.length === 1 ? clientError(args[0]) : undefined;
         if (refusal) logger.info(refusal, 'request refused');
+        else if (args.length === 1 && isStoreUnavailable(args[0] instanceof GraphQLError ? args[0].originalError : args[0]))
+          logger.warn({ err: String(args[0]) }, STORE_UNAVAILABLE_MESSAGE);
         else logger.error(args.length > 1 ? { args } : args[0]);
       },
     },
@@ -96,6 +98,11 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         }
         if (error instanceof GraphQLError && !error.originalError) return error;
         if (original instanceof GraphQLError) return original;
+        if (isStoreUnavailable(original)) {
+          // An outage, not a fault of this code: a warn line without the stack, every request.
+          logger.warn({ err: String(original), path: error instanceof GraphQLError ? error.path : undefined }, STORE_UNAVAILABLE_MESSAGE);
+          return new GraphQLError(STORE_UNAVAILABLE_MESSAGE, { extensions: { code: 'UNAVAILABLE' } });
+        }
         logger.error({ err: original }, 'unexpected error in a resolver');
         return new GraphQLError(message, { extensions: { code: 'INTERNAL' } });
       },

@@ -1,8 +1,9 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { Kysely, type LogEvent, PostgresDialect } from 'kysely';
+import { Kysely, type LogEvent, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { isStoreUnavailable } from '../kernel/errors.js';
 import type { DB } from './tables.js';
 
 export type Store = Kysely<DB>;
@@ -14,6 +15,11 @@ export interface StoreOptions {
   /** Called once per SQL statement executed; tests count statements with it. */
   onQuery?: (sql: string) => void;
   onError?: (error: unknown, sql: string) => void;
+  /**
+   * Called when an idle connection of the pool fails (PostgreSQL stopped or restarted under it).
+   * Without a listener node-postgres emits an unhandled 'error' event, which ends the process.
+   */
+  onConnectionError?: (error: unknown) => void;
 }
 
 // Postgres returns bigint and numeric as strings by default; counts and sums here fit a double.
@@ -30,6 +36,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     // JIT off: the holdings query's estimates (a JSON array per assignment) make Postgres spend far
     // longer compiling it (~0.5 s) than running it, on every composition.
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10, options: '-c jit=off' });
+    pool.on('error', (error) => options.onConnectionError?.(error));
+    // A connection checked out (between two statements of a transaction) has no pool listener: its
+    // failure would be unhandled too. The statement that next uses it fails and says so instead.
+    pool.on('connect', (client) => client.on('error', () => undefined));
     return new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
   }
   const dir = join(options.dataDir, 'pg');
@@ -47,6 +57,31 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   } catch (error) {
     release();
     throw error;
+  }
+}
+
+/** The first wait for a store that cannot be reached yet; each next wait doubles. */
+export const STORE_WAIT_FIRST_MS = 500;
+/** Waits for the store stop growing here: a store back after an outage is found within this. */
+export const STORE_WAIT_MAX_MS = 10_000;
+
+/**
+ * Resolves once the store answers `select 1`. While it cannot be reached (isStoreUnavailable) it
+ * waits STORE_WAIT_FIRST_MS, doubling up to STORE_WAIT_MAX_MS, telling `onWait` before each wait;
+ * any other error (a wrong password, a database that does not exist) is thrown at once.
+ */
+export async function waitForStore(db: Store, onWait: (error: unknown, nextDelayMs: number, attempt: number) => void): Promise<void> {
+  let delay = STORE_WAIT_FIRST_MS;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await sql`select 1`.execute(db);
+      return;
+    } catch (error) {
+      if (!isStoreUnavailable(error)) throw error;
+      onWait(error, delay, attempt);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, STORE_WAIT_MAX_MS);
+    }
   }
 }
 

@@ -3,7 +3,7 @@ import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
 import { type Buckets, CALLS_KEPT, CALLS_KEPT_FOR_MS } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
-import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
+import { DomainError, Invalid, isStoreUnavailable, NotFound, STORE_UNAVAILABLE_MESSAGE } from '../../kernel/errors.js';
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 import { JSON_DEPTH_MAX, jsonTooDeep, oneOf } from '../../kernel/values.js';
@@ -147,7 +147,11 @@ function fresh(mesh: CallsMesh, call: NewCall, state: CallState): Call {
  * (stack details, SQL, hosts) never reach a client through `Call.error`. The caller logs it.
  */
 export const callErrorOf = (error: unknown): CallError =>
-  error instanceof DomainError ? { code: error.code, message: error.message } : { code: 'INTERNAL', message: 'internal error; the gateway logged it' };
+  error instanceof DomainError
+    ? { code: error.code, message: error.message }
+    : isStoreUnavailable(error)
+      ? { code: 'UNAVAILABLE', message: STORE_UNAVAILABLE_MESSAGE }
+      : { code: 'INTERNAL', message: 'internal error; the gateway logged it' };
 
 const recorded = new WeakMap<object, string>();
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { DomainError, NotFound } from '../../kernel/errors.js';
+import { DomainError, isStoreUnavailable, NotFound } from '../../kernel/errors.js';
 import { judgeArgs } from '../calls/forward.js';
 import { type Call, type CallDoor, type CallsMesh, callErrorOf, failCall, finishCall, markRecorded, refuseCall, startCall } from '../calls/records.js';
 import { type ArgSpecs, type ArgsOf, type ControllerVerb, protocolOf } from '../calls/verb.js';
@@ -73,7 +73,8 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
   try {
     result = await verb.run(mesh, args, { caller: invocation.caller, door: invocation.door, callId: call.id });
   } catch (error) {
-    if (!(error instanceof DomainError)) mesh.logger.error({ err: error, verb: verb.name, call: call.id }, 'controller verb failed');
+    if (isStoreUnavailable(error)) mesh.logger.warn({ err: String(error), verb: verb.name, call: call.id }, 'controller verb failed: the store is unavailable');
+    else if (!(error instanceof DomainError)) mesh.logger.error({ err: error, verb: verb.name, call: call.id }, 'controller verb failed');
     await failCall(mesh, call, callErrorOf(error)).catch((err) => mesh.logger.error({ err, call: call.id }, 'could not record a failed call'));
     markRecorded(error, call.id);
     throw error;

@@ -1,8 +1,8 @@
-import type { Msg, Subscription } from '@nats-io/transport-node';
+import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
-import type { Store } from '../../store/db.js';
+import { isStoreUnavailable } from '../../kernel/errors.js';
+import { STORE_WAIT_FIRST_MS, STORE_WAIT_MAX_MS, type Store } from '../../store/db.js';
 import { type Duration, heartbeatGaps, recordDurations } from '../durations/durations.js';
 import type { MeshEvents } from '../events.js';
 import { type Heartbeat, recordHeartbeats } from '../machines/machines.js';
@@ -19,8 +19,17 @@ export const NEWS_BATCH_MS = 5;
  * the writes are still cut into transactions of HEARTBEAT_CHUNK_PAIRS.
  */
 export const NEWS_BATCH_MAX = 100_000;
-/** News waiting to be written is bounded: past this, new messages are dropped (counted, logged) rather than grow memory. */
+/** News waiting to be written is bounded: at this many, no more is pulled from the stream until a batch is written. */
 export const NEWS_PENDING_MAX = 200_000;
+/** One pull from the news stream asks for at most this many messages (STACK.md's measured figure). */
+export const NEWS_FETCH_MAX = 10_000;
+/**
+ * A pull waits this long for messages before the next is asked. Its idle heartbeat is half of it:
+ * long enough that a process busy writing a large batch does not miss one and drop the pull.
+ */
+const NEWS_FETCH_EXPIRES_MS = 10_000;
+/** After a pull failed (NATS restarting, the consumer being re-created) the next is tried this much later. */
+export const NEWS_PULL_RETRY_MS = 1_000;
 /**
  * Heartbeats go to the store in transactions of at most this many (machine, module) pairs, so the
  * row locks one transaction holds are released within a few hundred milliseconds.
@@ -30,8 +39,7 @@ export const HEARTBEAT_CHUNK_PAIRS = 5_000;
 /** What ingesting news needs of the mesh: the store, the bus it arrives on, and what a rollout needs for reports. */
 export interface IngestMesh extends RolloutMesh {
   db: Store;
-  bus: Pick<Bus, 'nc'>;
-  subjects: Pick<Subjects, 'root' | 'allMachineNews' | 'allBuildNews' | 'planApply'>;
+  subjects: Pick<Subjects, 'root' | 'planApply'>;
   logger: Logger;
   events: MeshEvents;
   config: { controller: string; heartbeatSeconds: number };
@@ -39,19 +47,22 @@ export interface IngestMesh extends RolloutMesh {
 }
 
 export interface NewsStats {
+  /** Messages delivered to this replica (a redelivered one counts again). */
   received: number;
+  /** Written to the store (and acknowledged). */
   ingested: number;
+  /** Refused by the wire contract (acknowledged, so never delivered again). */
   malformed: number;
-  /** Dropped because NEWS_PENDING_MAX messages were already waiting. */
-  dropped: number;
-  /** Lost because their batch could not be written (logged with the error). */
-  failed: number;
+  /** Valid by the wire contract yet refused by the store alone: found by splitting its batch, logged, dropped. */
+  poison: number;
+  /** Handed back to the stream unwritten because the store was unavailable: delivered again later. */
+  redelivered: number;
   batches: number;
 }
 
 export interface NewsIngest {
   stats: NewsStats;
-  /** Resolves once everything received so far is written. */
+  /** Resolves once everything received so far is written (or handed back); logs the malformed news counted and not yet logged. */
   flush(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -126,21 +137,150 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
 }
 
 /**
- * Subscribes to machine and build news in a queue group, so each message is written by one
- * replica. Messages are judged as they arrive (a malformed one is counted, logged with its subject
- * and dropped) and written in batches: collected for NEWS_BATCH_MS, one batch written at a time.
+ * Malformed news is logged at most once per this interval (plus the first at once): a broken agent
+ * shows within seconds, and a flood of junk costs one line per interval, not one per message.
  */
-export function startNewsIngest(mesh: IngestMesh): NewsIngest {
-  const stats: NewsStats = { received: 0, ingested: 0, malformed: 0, dropped: 0, failed: 0, batches: 0 };
-  const queue = `${mesh.config.controller}-news`;
-  const pending: Judged[] = [];
+export const MALFORMED_LOG_EVERY_MS = 10_000;
+/** A summary line carries at most this many samples (subject, reason, size). */
+export const MALFORMED_SAMPLES_MAX = 5;
+
+interface MalformedSample {
+  subject: string;
+  reason: string;
+  bytes: number;
+}
+
+/**
+ * Logs malformed news: the first of a quiet period at once, the rest as one summary per
+ * MALFORMED_LOG_EVERY_MS with the count and up to MALFORMED_SAMPLES_MAX samples. `drain` logs what
+ * is counted and not yet logged.
+ */
+function malformedLog(logger: Logger): { note(sample: MalformedSample): void; drain(): void; stop(): void } {
+  let count = 0;
+  let samples: MalformedSample[] = [];
+  let since = 0;
+  let window: NodeJS.Timeout | undefined;
+  const drain = () => {
+    if (count === 0) return;
+    logger.warn({ count, samples, sinceMs: Date.now() - since }, 'malformed news ignored');
+    count = 0;
+    samples = [];
+  };
+  const tick = () => {
+    window = undefined;
+    if (count === 0) return; // quiet: the next one is logged at once
+    drain();
+    open();
+  };
+  const open = () => {
+    since = Date.now();
+    window = setTimeout(tick, MALFORMED_LOG_EVERY_MS);
+    window.unref();
+  };
+  return {
+    note(sample) {
+      if (!window) {
+        logger.warn({ count: 1, samples: [sample], ...sample }, 'malformed news ignored');
+        open();
+        return;
+      }
+      count++;
+      if (samples.length < MALFORMED_SAMPLES_MAX) samples.push(sample);
+    },
+    drain,
+    stop() {
+      drain();
+      if (window) clearTimeout(window);
+      window = undefined;
+    },
+  };
+}
+
+/** One message pulled and judged, held until its batch is written. */
+interface Held {
+  news: Judged;
+  msg: JsMsg;
+}
+
+/**
+ * Pulls machine and build news from the controller's news stream through its one durable
+ * consumer (shared by every replica, so each message is written by one replica). Messages are
+ * judged as they arrive (a malformed one is counted, logged and acknowledged) and written in
+ * batches: collected for NEWS_BATCH_MS, one batch written at a time. A message is acknowledged
+ * only once its batch is written. A batch the store cannot take because it is unavailable is handed
+ * back (nak with a delay, doubling from STORE_WAIT_FIRST_MS to STORE_WAIT_MAX_MS) and pulling
+ * pauses as long; a batch it refuses is split in halves until the message it refuses is found.
+ */
+export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetch'>): NewsIngest {
+  const stats: NewsStats = { received: 0, ingested: 0, malformed: 0, poison: 0, redelivered: 0, batches: 0 };
+  const pending: Held[] = [];
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | undefined;
   let idle: (() => void)[] = [];
+  let stopped = false;
+  let resumeAt = 0;
+  let backoff = STORE_WAIT_FIRST_MS;
+  let fetching: ConsumerMessages | undefined;
+  const malformed = malformedLog(mesh.logger);
+  const naps = new Set<() => void>();
+  const wake = () => {
+    for (const resolve of naps) resolve();
+    naps.clear();
+  };
+  const nap = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(() => (naps.delete(done), resolve()), ms);
+      const done = () => (clearTimeout(t), resolve());
+      naps.add(done);
+    });
 
   const schedule = () => {
     if (timer || writing || pending.length === 0) return;
-    timer = setTimeout(write, pending.length >= NEWS_BATCH_MAX ? 0 : NEWS_BATCH_MS);
+    const wait = Math.max(resumeAt - Date.now(), pending.length >= NEWS_BATCH_MAX ? 0 : NEWS_BATCH_MS);
+    timer = setTimeout(write, wait);
+  };
+
+  /** The store is unavailable: the batch goes back to the stream, to come again once the pause is over. */
+  const handBack = (batch: Held[], err: unknown) => {
+    const now = Date.now();
+    if (resumeAt <= now) {
+      resumeAt = now + backoff;
+      mesh.logger.warn(
+        { err: String(err), messages: batch.length, retryInMs: backoff },
+        'the store is unavailable: news is kept in the stream and tried again',
+      );
+      backoff = Math.min(backoff * 2, STORE_WAIT_MAX_MS);
+    }
+    const delay = Math.max(resumeAt - now, 1);
+    for (const held of batch) held.msg.nak(delay);
+    stats.redelivered += batch.length;
+  };
+
+  /** Writes a batch; one the store refuses is split in halves until the messages it refuses are found. */
+  const writeSplitting = async (batch: Held[]): Promise<void> => {
+    if (Date.now() < resumeAt) return handBack(batch, 'paused');
+    try {
+      await ingestBatch(
+        mesh,
+        batch.map((h) => h.news),
+      );
+    } catch (err) {
+      if (isStoreUnavailable(err)) return handBack(batch, err);
+      if (batch.length === 1) {
+        const { msg } = batch[0]!;
+        stats.poison++;
+        msg.term();
+        mesh.logger.warn({ err: String(err), subject: msg.subject, bytes: msg.data.length }, 'news the store refuses was dropped');
+        return;
+      }
+      const half = Math.ceil(batch.length / 2);
+      await writeSplitting(batch.slice(0, half));
+      await writeSplitting(batch.slice(half));
+      return;
+    }
+    for (const held of batch) held.msg.ack();
+    stats.ingested += batch.length;
+    backoff = STORE_WAIT_FIRST_MS;
   };
 
   const write = () => {
@@ -151,49 +291,61 @@ export function startNewsIngest(mesh: IngestMesh): NewsIngest {
       return;
     }
     stats.batches++;
-    writing = ingestBatch(mesh, batch)
-      .then(() => {
-        stats.ingested += batch.length;
-      })
-      .catch((err) => {
-        stats.failed += batch.length;
-        mesh.logger.error({ err, messages: batch.length }, 'writing a batch of news failed');
-      })
+    writing = writeSplitting(batch)
+      .catch((err) => mesh.logger.error({ err, messages: batch.length }, 'writing a batch of news failed'))
       .finally(() => {
         writing = undefined;
+        wake(); // the puller may wait for room
         if (pending.length) schedule();
         else for (const resolve of idle.splice(0)) resolve();
       });
   };
 
-  const onMessage = (err: Error | null, msg: Msg) => {
-    if (err) {
-      mesh.logger.error({ err }, 'news subscription failed');
-      return;
-    }
+  const onMessage = (msg: JsMsg) => {
     stats.received++;
-    const news = judgeNews(mesh.subjects.root, msg.subject, msg.data, new Date());
+    // Heard when the stream stored it: news written after an outage keeps the instant it was sent.
+    const heardAt = new Date(Math.min(Date.now(), msg.info.timestampNanos / 1e6));
+    const news = judgeNews(mesh.subjects.root, msg.subject, msg.data, heardAt);
     if (news.type === 'malformed') {
       stats.malformed++;
-      mesh.logger.warn({ subject: msg.subject, reason: news.reason, bytes: msg.data.length }, 'malformed news ignored');
+      msg.term();
+      malformed.note({ subject: msg.subject, reason: news.reason, bytes: msg.data.length });
       return;
     }
-    if (pending.length >= NEWS_PENDING_MAX) {
-      stats.dropped++;
-      if (stats.dropped % 1000 === 1) mesh.logger.warn({ dropped: stats.dropped, pending: pending.length }, 'news arrives faster than it is written: dropping');
-      return;
-    }
-    pending.push(news);
+    pending.push({ news, msg });
     schedule();
   };
 
-  const subscriptions: Subscription[] = [
-    mesh.bus.nc.subscribe(mesh.subjects.allMachineNews, { queue, callback: onMessage }),
-    mesh.bus.nc.subscribe(mesh.subjects.allBuildNews, { queue, callback: onMessage }),
-  ];
+  const pull = async () => {
+    while (!stopped) {
+      const paused = resumeAt - Date.now();
+      if (paused > 0) {
+        await nap(paused);
+        continue;
+      }
+      const room = NEWS_PENDING_MAX - pending.length;
+      if (room <= 0) {
+        await nap(NEWS_PULL_RETRY_MS);
+        continue;
+      }
+      try {
+        fetching = await consumer.fetch({ max_messages: Math.min(NEWS_FETCH_MAX, room), expires: NEWS_FETCH_EXPIRES_MS });
+        if (stopped) fetching.stop();
+        for await (const msg of fetching) onMessage(msg);
+      } catch (err) {
+        if (stopped) break;
+        mesh.logger.warn({ err: String(err), retryInMs: NEWS_PULL_RETRY_MS }, 'pulling news failed: trying again');
+        await nap(NEWS_PULL_RETRY_MS);
+      } finally {
+        fetching = undefined;
+      }
+    }
+  };
+  const pulling = pull();
 
   const flush = () =>
     new Promise<void>((resolve) => {
+      malformed.drain();
       if (!writing && pending.length === 0) return resolve();
       idle.push(resolve);
       if (timer) {
@@ -206,8 +358,13 @@ export function startNewsIngest(mesh: IngestMesh): NewsIngest {
     stats,
     flush,
     async stop() {
-      for (const sub of subscriptions) sub.unsubscribe();
+      stopped = true;
+      fetching?.stop();
+      wake();
+      await pulling;
+      resumeAt = 0;
       await flush();
+      malformed.stop();
       if (timer) clearTimeout(timer);
       idle = [];
     },

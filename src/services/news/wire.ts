@@ -19,7 +19,24 @@ const name = (what: string) =>
     }
   });
 
-const at = z.iso.datetime({ offset: true }).optional();
+/**
+ * The earliest instant the store keeps (`0001-01-01T00:00:00Z`): PostgreSQL has no year 0, so an
+ * `at` before it (`0000-01-01T00:00:00Z` passes ISO 8601) is refused here rather than make the
+ * store refuse the whole batch. Four-digit years cannot pass 9999, which the store keeps.
+ */
+export const AT_EARLIEST_MS = new Date('0001-01-01T00:00:00Z').getTime();
+
+const at = z.iso
+  .datetime({ offset: true })
+  .refine((iso) => new Date(iso).getTime() >= AT_EARLIEST_MS, 'before 0001-01-01T00:00:00Z, which the store cannot keep')
+  .optional();
+
+/**
+ * PostgreSQL's text cannot hold U+0000: a string with one is refused, not cut. Names cannot hold it
+ * (the one name rule), so this guards the one free string, a report's `detail`.
+ */
+const noNul = (value: string) => !value.includes('\u0000');
+const NUL_MESSAGE = 'holds a NUL character (U+0000), which the store cannot keep';
 
 const heartbeatSchema = z.object({
   kind: z.literal('heartbeat'),
@@ -37,6 +54,7 @@ const reportSchema = z.object({
   ok: z.boolean(),
   detail: z
     .string()
+    .refine(noNul, NUL_MESSAGE)
     .nullish()
     .transform((d) => (d == null ? d : d.slice(0, REPORT_DETAIL_MAX))),
 });

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { isStoreUnavailable } from '../../kernel/errors.js';
 import type { Store } from '../../store/db.js';
 import type { CallsMesh } from '../calls/records.js';
 import type { MeshEvents } from '../events.js';
@@ -19,6 +20,12 @@ export const COMPOSE_MIN_GAP_MS = 250;
 export const COMPOSE_EVERY_MS = 60_000;
 /** Local triggers are gathered this long into one request to the serving replica. */
 export const POKE_GATHER_MS = 10;
+
+/**
+ * A composition that failed because the store is unavailable is asked again this long after, so
+ * compositions (and the crossing timer, set by each one) resume by themselves once it is back.
+ */
+export const COMPOSE_RETRY_MS = 2_000;
 
 /** A state boundary is asked for this long after it is crossed, so the composition sees the machine past it. */
 export const CROSSING_SLACK_MS = 5;
@@ -106,6 +113,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   let stopped = false;
   let composedOnce = false;
   let crossing: NodeJS.Timeout | undefined;
+  let retry: NodeJS.Timeout | undefined;
 
   // A machine turns LATE or SILENT with time, not news: compose when the earliest one crosses.
   const awaitCrossing = (composition: Composition) => {
@@ -151,7 +159,15 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       })
       .catch((err) => {
         stats.failures++;
-        mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
+        if (!isStoreUnavailable(err)) return mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
+        // The last composition is still served from memory; this one is asked again shortly.
+        mesh.logger.warn({ err: String(err), seq, trigger, retryInMs: COMPOSE_RETRY_MS }, 'composing the status failed: the store is unavailable');
+        if (retry || stopped) return;
+        retry = setTimeout(() => {
+          retry = undefined;
+          request(trigger || 'retry');
+        }, COMPOSE_RETRY_MS);
+        retry.unref();
       })
       .finally(() => {
         inFlight = undefined;
@@ -242,6 +258,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       clearInterval(minute);
       if (timer) clearTimeout(timer);
       if (crossing) clearTimeout(crossing);
+      if (retry) clearTimeout(retry);
       if (pokeTimer) clearTimeout(pokeTimer);
       offLease();
       pokeSub.unsubscribe();
