@@ -7,7 +7,7 @@ import type { Config } from './config.js';
 import { isStoreUnavailable } from './kernel/errors.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server/http.js';
-import { loadAccess } from './services/access/tokens.js';
+import { loadAccess, watchTokensFile } from './services/access/tokens.js';
 import { startCallView } from './services/calls/records.js';
 import { startResponder } from './services/controller/responder.js';
 import { CONTROLLER_VERBS } from './services/controller/verbs.js';
@@ -61,7 +61,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     },
     onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
   });
-  const stops: (() => Promise<void>)[] = [() => db.destroy()];
+  const tokensWatch = watchTokensFile(access, logger);
+  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), () => db.destroy()];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stopping'));
   };

@@ -8,7 +8,7 @@ import { type Fanout, type Group, markLiveContext, type PreparedOperation } from
 import { operationKey } from '../fanout/operation-key.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
-import type { Access } from '../services/access/tokens.js';
+import { type Access, scopesShrank } from '../services/access/tokens.js';
 import { variablesRefusal } from './document-guard.js';
 import type { OperationRate } from './rate-limit.js';
 
@@ -19,6 +19,8 @@ type WsExtra = {
   socket: WebSocket;
   request: IncomingMessage;
   caller?: Caller;
+  /** The Authorization of its connection_init, judged again whenever the tokens file is re-read. */
+  authorization?: string;
 };
 
 export interface GraphqlWsOptions {
@@ -83,14 +85,35 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
   const perCaller = new Counter();
   /** The caller each acknowledged socket is counted under. */
   const counted = new WeakMap<WebSocket, string>();
+  /** Each acknowledged socket still open, and what it authenticated with: one entry per open socket. */
+  const acknowledged = new Map<WebSocket, WsExtra>();
+  // A revoked token, or one whose scopes shrank, loses its sockets (4403, graphql-ws's Forbidden).
+  const stopReload = access.onReload(() => {
+    for (const [socket, extra] of acknowledged) {
+      let next: Caller | undefined;
+      try {
+        next = access.callerFor(extra.authorization);
+      } catch {
+        next = undefined;
+      }
+      if (next && !scopesShrank(extra.caller as Caller, next)) {
+        extra.caller = next;
+        continue;
+      }
+      logger.info({ caller: extra.caller?.name }, 'WebSocket closed: its token was revoked or lost scopes');
+      acknowledged.delete(socket);
+      socket.close(CloseCode.Forbidden, 'Forbidden: the token was revoked or lost scopes');
+    }
+  });
   const server = makeServer<Record<string, unknown>, WsExtra>({
     execute: (args) => (args.rootValue as Roots).execute(args) as never,
     subscribe: (args) => (args.rootValue as Roots).subscribe(args) as never,
     onConnect: (ctx: WsContext<Record<string, unknown>, WsExtra>) => {
       const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
       let caller: Caller;
+      const presented = typeof authorization === 'string' ? authorization : undefined;
       try {
-        caller = access.callerFor(typeof authorization === 'string' ? authorization : undefined);
+        caller = access.callerFor(presented);
       } catch {
         return false; // graphql-ws closes the socket with 4403 Forbidden
       }
@@ -100,8 +123,10 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
         return false;
       }
       ctx.extra.caller = caller;
+      ctx.extra.authorization = presented;
       perCaller.add(caller.name);
       counted.set(ctx.extra.socket, caller.name);
+      if (ctx.extra.socket.readyState === WebSocket.OPEN) acknowledged.set(ctx.extra.socket, ctx.extra);
       return true;
     },
     onSubscribe: async (ctx, id, params) => {
@@ -196,6 +221,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
     }
     perAddress.add(address);
     socket.once('close', () => {
+      acknowledged.delete(socket);
       perAddress.remove(address);
       const caller = counted.get(socket);
       if (caller !== undefined) perCaller.remove(caller);
@@ -248,6 +274,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
 
   return {
     async dispose() {
+      stopReload();
       clearInterval(keepAlive);
       fanout?.close();
       for (const client of wss.clients) client.close(1001, 'the gateway is stopping');
