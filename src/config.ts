@@ -36,6 +36,8 @@ export interface Config {
   corsOrigins: string[];
   /** What one client may hold open: graphql-ws operations per socket, sockets per caller and per address. */
   caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number; operationsPerSecond: number };
+  /** MESH_PERSISTED_ONLY=1: only operations of the codegen manifest are answered (by hash, or by their text). */
+  persistedOnly: boolean;
 }
 
 /** A dashboard runs a handful of operations on its socket; 100 is room for any screen, not for a flood. */
@@ -57,6 +59,15 @@ function int(env: NodeJS.ProcessEnv, key: string, fallback: number, min = 0): nu
   const n = Number(raw);
   if (!Number.isFinite(n) || n < min) throw new ConfigError(`${key} must be a number ≥ ${min}, got ${JSON.stringify(raw)}`);
   return n;
+}
+
+/** An on/off switch: `1`, `true`, `on` or `0`, `false`, `off` (unset: `fallback`); anything else is refused. */
+function flag(env: NodeJS.ProcessEnv, key: string, fallback: boolean): boolean {
+  const raw = env[key]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${key} must be 1 or 0 (also true/false, on/off), got ${JSON.stringify(env[key])}`);
 }
 
 function name(env: NodeJS.ProcessEnv, key: string, fallback: string): string {
@@ -117,5 +128,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       socketsPerAddress: int(env, 'MESH_WS_SOCKETS_PER_ADDRESS', SOCKETS_PER_ADDRESS, 1),
       operationsPerSecond: int(env, 'MESH_OPS_PER_SECOND', OPERATIONS_PER_SECOND, 1),
     },
+    persistedOnly: flag(env, 'MESH_PERSISTED_ONLY', false),
   };
 }

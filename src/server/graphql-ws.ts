@@ -10,6 +10,7 @@ import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import { type Access, scopesShrank } from '../services/access/tokens.js';
 import { variablesRefusal } from './document-guard.js';
+import type { PersistedOperations } from './persisted.js';
 import type { OperationRate } from './rate-limit.js';
 
 /** How often each socket is pinged; one that has not answered the previous ping by then is ended. */
@@ -35,6 +36,8 @@ export interface GraphqlWsOptions {
   caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
   /** Each operation counts against its caller's rate; over it, that operation's error. */
   rate: OperationRate;
+  /** A hash names a manifest document; with MESH_PERSISTED_ONLY, only manifest documents run. */
+  persisted: PersistedOperations;
 }
 
 /** graphql-ws's own 4429 (Too many initialisation requests), used for every cap a socket breaks. */
@@ -80,7 +83,9 @@ function refusal(error: unknown, logger: Logger): GraphQLError {
  * envelop (auth, context, limits, masking); a subscription of a live status field joins the
  * fanout's group for its operation and caller instead of being executed for this subscriber alone.
  */
-export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): { dispose(): Promise<void> } {
+export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, persisted, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): {
+  dispose(): Promise<void>;
+} {
   const perAddress = new Counter();
   const perCaller = new Counter();
   /** The caller each acknowledged socket is counted under. */
@@ -129,7 +134,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       if (ctx.extra.socket.readyState === WebSocket.OPEN) acknowledged.set(ctx.extra.socket, ctx.extra);
       return true;
     },
-    onSubscribe: async (ctx, id, params) => {
+    onSubscribe: async (ctx, id, payload) => {
       // This operation is among them already (graphql-ws notes its id before asking).
       if (Object.keys(ctx.subscriptions).length > caps.subscriptionsPerSocket) {
         return [
@@ -141,6 +146,13 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       const caller = ctx.extra.caller as Caller;
       const wait = rate.take(caller.name);
       if (wait > 0) return [refusal(rate.refusal(caller.name, wait), logger)];
+      let params = payload;
+      try {
+        const query = persisted.documentFor(payload);
+        if (query !== undefined && query !== payload.query) params = { ...payload, query };
+      } catch (error) {
+        return [refusal(error, logger)];
+      }
       // Judged before operationKey serializes them.
       const badVariables = variablesRefusal(params.variables);
       if (badVariables) return [refusal(badVariables, logger)];

@@ -17,6 +17,7 @@ import type { Mesh } from '../services/mesh.js';
 import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
 import { serveGraphqlWs } from './graphql-ws.js';
+import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
@@ -67,6 +68,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   };
 
   const rate = new OperationRate(mesh.config.caps.operationsPerSecond);
+  const persisted = loadPersistedOperations(mesh.config.persistedOnly);
+  if (persisted.only) logger.info({ operations: persisted.size }, 'MESH_PERSISTED_ONLY: answering the manifest operations only');
   const fanout = mesh.status ? new Fanout({ feed: mesh.status, fields: LIVE_STATUS_FIELDS, logger }) : undefined;
   const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
@@ -130,6 +133,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       ...(fanout ? [liveExecutionPlugin] : []),
       // Before the cache, whose request parser keys the parameters this one judges.
       useParamsGuard(),
+      // Before the cache, which must key only documents this gateway answers.
+      usePersistedOperations(persisted),
       ...(statusCache ? [statusCache.plugin] : []),
       useRequestBodyLimit(),
       useCsrfPrevention(),
@@ -160,7 +165,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     },
   });
 
-  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, rate });
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, rate, persisted });
 
   return {
     yoga,
