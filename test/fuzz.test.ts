@@ -1,0 +1,310 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { eventually } from './fixtures/live.js';
+import { DEFINE_SEAT, HOLD_SEAT, RENAME_SEAT } from './fixtures/operations.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
+
+// Property-based fuzzing against one gateway. Every property runs with a fixed seed, printed by
+// fast-check on failure with the counterexample and its path; FUZZ_SEED=<n> replays another seed
+// (docs/access.md, "Fuzzing and fault tests").
+const SEED = Number(process.env.FUZZ_SEED ?? 20_261_201);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
+const params = { seed: SEED, numRuns: RUNS, endOnFailure: true };
+const PROPERTY_TIMEOUT_MS = 30_000;
+
+let env: TestEnv;
+let gw: TestGateway;
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  env = await testEnv('fuzz');
+  // The fuzz sends hundreds of operations a second from one caller: the rate cap is not under test here.
+  gw = await startTestGateway({ ...env.env, MESH_OPS_PER_SECOND: '1000000' });
+  nc = await connect({ servers: env.env.NATS_URL });
+});
+afterAll(async () => {
+  await nc?.close();
+  await gw?.stop();
+  await env?.cleanup();
+});
+
+/** POSTs a raw body to /graphql as a client would: the status and the parsed answer (or the text when it is not JSON). */
+async function post(body: string): Promise<{ status: number; text: string; json?: any }> {
+  const response = await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body });
+  const text = await response.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, text, json };
+}
+
+/** The gateway still serves: `{ __typename }` is answered with data. */
+async function stillAnswers(): Promise<void> {
+  const { status, json } = await post(JSON.stringify({ query: '{ __typename }' }));
+  expect(status).toBe(200);
+  expect(json).toEqual({ data: { __typename: 'Query' } });
+}
+
+/** No error of the answer is a masked server fault. */
+function noInternal(answer: { status: number; text: string; json?: any }): void {
+  expect(answer.status, answer.text).toBeLessThan(500);
+  const codes = ((answer.json?.errors ?? []) as { extensions?: { code?: string } }[]).map((e) => e.extensions?.code);
+  expect(codes, answer.text).not.toContain('INTERNAL');
+  expect(codes, answer.text).not.toContain('INTERNAL_SERVER_ERROR');
+  expect(answer.text).not.toMatch(/Unexpected error|RangeError|Maximum call stack/);
+}
+
+const REAL_OPERATIONS = [
+  '{ __typename }',
+  '{ status { seq trigger machines { name } } }',
+  '{ machines(site: "a") { name } }',
+  '{ seats { name scope } }',
+  '{ calls(first: 5) { edges { node { id state } } } }',
+  '{ handActs(cause: "hardware") { edges { node { id callId } } } }',
+  '{ durations(since: "2026-01-01T00:00:00.000Z") { kind } }',
+  'query($id: ID!) { call(id: $id) { id state answerJson } }',
+  'mutation { recordHandAct(act: "restarted", target: "m1", why: "it hung", cause: "hardware") { __typename } }',
+  DEFINE_SEAT,
+  RENAME_SEAT,
+  HOLD_SEAT,
+];
+
+const nasty = fc.constantFrom(
+  '{',
+  '}',
+  '[',
+  ']',
+  '(',
+  ')',
+  '"',
+  '\\',
+  '\u0000',
+  '…',
+  '𝕏',
+  '\uD800',
+  '999999999999999999999999999999',
+  '-1e400',
+  '$',
+  '@',
+  '...',
+  '#',
+);
+
+/** A real operation made bad: cut short, a bracket or odd character inserted, a number made huge. */
+const mutatedOperation = fc
+  .tuple(
+    fc.constantFrom(...REAL_OPERATIONS),
+    fc.nat(),
+    fc.array(nasty, { minLength: 1, maxLength: 4 }),
+    fc.constantFrom('truncate', 'insert', 'repeat', 'numbers'),
+  )
+  .map(([op, at, chars, how]) => {
+    const i = at % (op.length + 1);
+    if (how === 'truncate') return op.slice(0, i);
+    if (how === 'insert') return op.slice(0, i) + chars.join('') + op.slice(i);
+    if (how === 'repeat') return chars.join('').repeat(1 + (at % 500)) + op;
+    return op.replace(/\d+/g, '9'.repeat(1 + (at % 400))).replace(/first: 5/, `first: -${at}`);
+  });
+
+const documents = fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), mutatedOperation, fc.constantFrom(...REAL_OPERATIONS));
+
+/** Variables as a client could send them: any JSON, and objects of the names real operations use. */
+const variables = fc.oneof(
+  fc.jsonValue({ maxDepth: 4 }),
+  fc.record(
+    {
+      id: fc.oneof(fc.string({ unit: 'binary' }), fc.integer(), fc.constant(null)),
+      input: fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.record({ name: fc.string({ unit: 'binary' }), scope: fc.string({ unit: 'binary' }) })),
+      from: fc.string({ unit: 'binary' }),
+      to: fc.string({ unit: 'binary' }),
+      seat: fc.jsonValue({ maxDepth: 2 }),
+    },
+    { requiredKeys: [] },
+  ),
+);
+
+describe('arbitrary GraphQL over HTTP', () => {
+  test(
+    'arbitrary documents and variables are answered below 500, never as INTERNAL, and the gateway goes on answering',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(documents, variables, async (query, vars) => {
+          noInternal(await post(JSON.stringify({ query, variables: vars })));
+        }),
+        params,
+      );
+      await stillAnswers();
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+
+  test(
+    'arbitrary request bodies (not JSON, wrong shapes) are answered below 500, never as INTERNAL',
+    async () => {
+      const bodies = fc.oneof(
+        fc.string({ unit: 'binary', maxLength: 200 }),
+        fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+        fc.tuple(documents, fc.jsonValue({ maxDepth: 2 })).map(([query, operationName]) => JSON.stringify({ query, operationName, extensions: operationName })),
+      );
+      await fc.assert(
+        fc.asyncProperty(bodies, async (body) => {
+          noInternal(await post(body));
+        }),
+        params,
+      );
+      await stillAnswers();
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+});
+
+describe('arbitrary news on the bus', () => {
+  test(
+    'arbitrary news bodies and subjects are counted malformed or ingested, and a good heartbeat after them is stored',
+    async () => {
+      const before = { ...gw.news.stats };
+      // Any token NATS carries as a subject (no whitespace, no wildcard); a dot in it makes more tokens.
+      const token = fc.oneof(
+        fc.stringMatching(/^[a-z0-9-]{1,12}$/),
+        fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }).filter((t) => !/[\s*>]|^\.|\.$|\.\./.test(t) && !t.includes('\u0000')),
+      );
+      const field = fc.oneof(fc.string({ unit: 'binary' }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.jsonValue({ maxDepth: 2 }));
+      const body = fc.oneof(
+        fc.string({ unit: 'binary', maxLength: 300 }),
+        fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+        fc
+          .record(
+            {
+              kind: fc.oneof(fc.constantFrom('heartbeat', 'report', 'started', 'finished', 'failed'), fc.string()),
+              at: fc.oneof(
+                fc.date({ noInvalidDate: false }).map((d) => (Number.isNaN(d.getTime()) ? 'x' : d.toISOString())),
+                field,
+              ),
+              site: field,
+              modules: fc.oneof(fc.array(fc.string({ unit: 'binary', maxLength: 20 }), { maxLength: 5 }), field),
+              claims: field,
+              plan: field,
+              build: field,
+              ok: field,
+              detail: field,
+              module: field,
+            },
+            { requiredKeys: ['kind'] },
+          )
+          .map((v) => JSON.stringify(v)),
+      );
+      let sent = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom('machine', 'build'), token, body, async (kind, name, payload) => {
+          nc.publish(`${env.subjects}.news.${kind}.${name}`, payload);
+          sent++;
+        }),
+        { ...params, numRuns: RUNS * 2 },
+      );
+      await nc.flush();
+      const machine = `fuzz-after-${Date.now()}`;
+      nc.publish(`${env.subjects}.news.machine.${machine}`, JSON.stringify({ kind: 'heartbeat', modules: ['broker'] }));
+      await nc.flush();
+      await eventually(
+        async () => (await gw.mesh.db.selectFrom('machine').select('name').where('name', '=', machine).executeTakeFirst()) !== undefined,
+        'the good heartbeat sent after the fuzz to be stored',
+        15_000,
+        100,
+      );
+      // Every message published on a news subject (and the good heartbeat) was heard, and each was
+      // judged one way or the other: malformed, ingested, or refused by the store as poison.
+      const stats = gw.news.stats;
+      const judged = () => stats.malformed - before.malformed + (stats.ingested - before.ingested) + (stats.poison - before.poison);
+      await eventually(() => judged() === sent + 1, `all ${sent + 1} messages judged (have ${judged()})`, 5_000, 50);
+      expect(stats.received - before.received).toBe(sent + 1);
+      expect(stats.malformed - before.malformed).toBeGreaterThan(0);
+      await stillAnswers();
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+});
+
+const READING_VERBS = ['status', 'plans', 'calls', 'call', 'handActs', 'repeatedCauses', 'durations'];
+const ACTING_VERBS = [
+  'recordHandAct',
+  'push',
+  'stopPlan',
+  'resumePlan',
+  'closePlan',
+  'resetConsumer',
+  'removeAlias',
+  'retireSeat',
+  'forgetMachine',
+  'callVerb',
+];
+
+describe('arbitrary NATS requests to controller verbs', () => {
+  test(
+    'every reply is {ok:true} or {ok:false, error:{code}}, never INTERNAL for bad input',
+    async () => {
+      const argValue = fc.oneof(
+        fc.string({ unit: 'binary', maxLength: 40 }),
+        fc.integer(),
+        fc.double(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.jsonValue({ maxDepth: 3 }),
+      );
+      const args = fc.dictionary(
+        fc.oneof(
+          fc.constantFrom(
+            'act',
+            'why',
+            'target',
+            'cause',
+            'plan',
+            'seat',
+            'verb',
+            'args',
+            'id',
+            'first',
+            'after',
+            'since',
+            'timeoutMs',
+            'name',
+            'machine',
+            'consumer',
+            'stream',
+            'alias',
+          ),
+          fc.string(),
+        ),
+        argValue,
+        { maxKeys: 6 },
+      );
+      const body = fc.oneof(
+        fc.string({ unit: 'binary', maxLength: 200 }),
+        fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+        args.map((v) => JSON.stringify(v)),
+      );
+      const subject = fc.oneof(
+        fc.constantFrom(...READING_VERBS).map((verb) => `${env.subjects}.seat.${env.controller}.${verb}`),
+        fc.constantFrom(...READING_VERBS, ...ACTING_VERBS).map((verb) => `${env.subjects}.seat.${env.controller}.${verb}.fuzzer`),
+      );
+      await fc.assert(
+        fc.asyncProperty(subject, body, async (to, payload) => {
+          const reply = await nc.request(to, payload, { timeout: 10_000 });
+          const text = reply.string();
+          const answer = JSON.parse(text);
+          if (answer.ok === true) expect(Object.keys(answer), text).toContain('answer');
+          else {
+            expect(answer, text).toMatchObject({ ok: false, error: { code: expect.any(String) } });
+            expect(answer.error.code, `${to} ${payload}\n${text}`).not.toBe('INTERNAL');
+          }
+        }),
+        params,
+      );
+      await stillAnswers();
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+});
