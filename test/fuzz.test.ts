@@ -1,9 +1,26 @@
+import { readFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import {
+  buildSchema,
+  type GraphQLField,
+  type GraphQLInputType,
+  getNamedType,
+  isEnumType,
+  isInputObjectType,
+  isLeafType,
+  isListType,
+  isNonNullType,
+} from 'graphql';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { type Gateway, startGateway } from '../src/gateway.js';
+import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
 import { eventually } from './fixtures/live.js';
 import { DEFINE_SEAT, HOLD_SEAT, RENAME_SEAT } from './fixtures/operations.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
+import { type TestEnv, testEnv } from './fixtures/services.js';
 
 // Property-based fuzzing against one gateway. Every property runs with a fixed seed, printed by
 // fast-check on failure with the counterexample and its path; FUZZ_SEED=<n> replays another seed
@@ -14,14 +31,27 @@ const params = { seed: SEED, numRuns: RUNS, endOnFailure: true };
 const PROPERTY_TIMEOUT_MS = 30_000;
 
 let env: TestEnv;
-let gw: TestGateway;
+let gw: Gateway;
+/** What the gateway logged at warn or above: a line at error would be a server fault. */
+const logged: { level: number; msg?: string }[] = [];
 let nc: NatsConnection;
 
 beforeAll(async () => {
   env = await testEnv('fuzz');
   // The fuzz sends hundreds of operations a second from one caller: the rate cap is not under test here.
-  gw = await startTestGateway({ ...env.env, MESH_OPS_PER_SECOND: '1000000' });
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line) logged.push(JSON.parse(line));
+      done();
+    },
+  });
+  gw = await startGateway(loadConfig({ ...env.env, MESH_OPS_PER_SECOND: '1000000' }), { logger: pino({ level: 'warn' }, sink) });
   nc = await connect({ servers: env.env.NATS_URL });
+});
+afterEach(() => {
+  // Bad input is the caller's fault: nothing of it is logged as a server fault.
+  expect(logged.filter((line) => line.level >= 50)).toEqual([]);
+  logged.length = 0;
 });
 afterAll(async () => {
   await nc?.close();
@@ -156,6 +186,89 @@ describe('arbitrary GraphQL over HTTP', () => {
         }),
         params,
       );
+      await stillAnswers();
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+});
+
+/** Text as callers get it wrong: empty, blank, NUL, lone surrogates, very long, wildcards, real names. */
+const nastyText = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 30 }),
+  fc.constantFrom('', ' ', 'a\u0000b', '\uD800', 'x'.repeat(5_000), 'queue', 'mesh-controller', '*', '>', 'a.b', '..', '0mx3eakrpc00c7140c7', '-1', '1e400'),
+);
+const nastyInt = fc.oneof(fc.integer(), fc.constantFrom(-1, 0, 1, 2 ** 31 - 1, -(2 ** 31)));
+const nastyInstant = fc.oneof(
+  fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+  fc.constantFrom('-271821-04-20T00:00:00.000Z', '0000-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', 'yesterday', '2026-13-45', ''),
+);
+
+/** A value of a GraphQL input type, mostly of that type, its strings and numbers chosen to hurt. */
+function hostileValue(type: GraphQLInputType, depth = 0): fc.Arbitrary<unknown> {
+  if (isNonNullType(type)) return hostileValue(type.ofType, depth);
+  if (isListType(type)) return fc.array(hostileValue(type.ofType, depth + 1), { maxLength: depth > 2 ? 0 : 3 });
+  if (isEnumType(type)) return fc.oneof(fc.constantFrom(...type.getValues().map((v) => v.name)), nastyText);
+  if (isInputObjectType(type)) {
+    if (depth > 2) return fc.constant({});
+    const fields = Object.values(type.getFields());
+    return fc.record(Object.fromEntries(fields.map((f) => [f.name, hostileValue(f.type, depth + 1)])), { requiredKeys: [] });
+  }
+  switch (getNamedType(type).name) {
+    case 'Int':
+      return nastyInt;
+    case 'Float':
+      return fc.double({ noNaN: true, noDefaultInfinity: true });
+    case 'Boolean':
+      return fc.boolean();
+    case 'DateTime':
+      return nastyInstant;
+    case 'JSON':
+      return fc.jsonValue({ maxDepth: 4 });
+    default:
+      return nastyText;
+  }
+}
+
+const schema = buildSchema(readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8'));
+
+/** Every query and mutation of the schema as a document taking all its arguments as variables. */
+function operationOf(
+  kind: 'query' | 'mutation',
+  field: GraphQLField<unknown, unknown>,
+): { field: string; query: string; variables: fc.Arbitrary<Record<string, unknown>> } {
+  const declared = field.args.map((a) => `$${a.name}: ${a.type}`).join(', ');
+  const passed = field.args.map((a) => `${a.name}: $${a.name}`).join(', ');
+  const selection = isLeafType(getNamedType(field.type)) ? '' : ' { __typename }';
+  return {
+    field: field.name,
+    query: `${kind}${declared ? `(${declared})` : ''} { ${field.name}${passed ? `(${passed})` : ''}${selection} }`,
+    variables: fc.record(Object.fromEntries(field.args.map((a) => [a.name, hostileValue(a.type)])), { requiredKeys: [] }),
+  };
+}
+
+const TYPED_OPERATIONS = [
+  ...Object.values(schema.getQueryType()!.getFields()).map((f) => operationOf('query', f)),
+  ...Object.values(schema.getMutationType()!.getFields()).map((f) => operationOf('mutation', f)),
+];
+
+describe('every operation of the schema with hostile variables', () => {
+  test(
+    'each query and mutation, its variables of their types with hostile values, is answered below 500 and never as INTERNAL',
+    async () => {
+      const seen = { data: 0, refused: 0 };
+      const cases = fc.constantFrom(...TYPED_OPERATIONS).chain((op) => fc.tuple(fc.constant(op), op.variables));
+      await fc.assert(
+        fc.asyncProperty(cases, async ([op, vars]) => {
+          const answer = await post(JSON.stringify({ query: op.query, variables: vars }));
+          noInternal(answer);
+          if (answer.json?.errors) seen.refused++;
+          else seen.data++;
+        }),
+        { ...params, numRuns: RUNS * 2 },
+      );
+      // Neither all refused at the door nor all accepted: the cases reach the resolvers and their checks.
+      expect(seen.data).toBeGreaterThan(0);
+      expect(seen.refused).toBeGreaterThan(0);
       await stillAnswers();
     },
     PROPERTY_TIMEOUT_MS,
@@ -303,6 +416,62 @@ describe('arbitrary NATS requests to controller verbs', () => {
         }),
         params,
       );
+      await stillAnswers();
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
+
+  test(
+    "each verb's own arguments with nasty values (or of the wrong type) are answered with a code, never INTERNAL",
+    async () => {
+      const text = fc.oneof(
+        fc.string({ unit: 'binary', maxLength: 30 }),
+        fc.constantFrom('', ' ', 'a\u0000b', 'x'.repeat(5_000), 'queue', 'mesh-controller', env.controller, '*', '>', 'a.b', '..', '0mx3eakrpc00c7140c7'),
+      );
+      const byType: Record<string, fc.Arbitrary<unknown>> = {
+        String: text,
+        ID: text,
+        Int: fc.oneof(fc.integer(), fc.constantFrom(-1, 0, 1, 2 ** 31, 2 ** 53, 1e21, 1.5, -0.5, Number.MAX_VALUE), fc.double()),
+        DateTime: fc.oneof(
+          fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+          fc.constantFrom('-271821-04-20T00:00:00.000Z', '0000-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', 'yesterday', '2026-13-45', '', '1'),
+          fc.integer(),
+        ),
+        JSON: fc.jsonValue({ maxDepth: 4 }),
+      };
+      const anyValue = fc.oneof(fc.jsonValue({ maxDepth: 2 }), text);
+      const seen = { ok: 0, refused: 0 };
+      const requests = fc
+        .constantFrom(...CONTROLLER_VERBS)
+        .chain((verb) =>
+          fc.tuple(
+            fc.constant(verb),
+            fc.record(
+              Object.fromEntries([
+                ...verb.args.map((arg) => [arg.name, fc.oneof({ weight: 4, arbitrary: byType[arg.type] ?? anyValue }, { weight: 1, arbitrary: anyValue })]),
+                ...(verb.acting ? ['why', 'cause', 'condition'].map((name) => [name, text]) : []),
+              ]),
+              { requiredKeys: [] },
+            ),
+          ),
+        );
+      await fc.assert(
+        fc.asyncProperty(requests, async ([verb, args]) => {
+          const reply = await nc.request(`${env.subjects}.seat.${env.controller}.${verb.name}.fuzzer`, JSON.stringify(args), { timeout: 10_000 });
+          const text = reply.string();
+          const answer = JSON.parse(text);
+          if (answer.ok === true) seen.ok++;
+          else {
+            seen.refused++;
+            expect(answer, text).toMatchObject({ ok: false, error: { code: expect.any(String) } });
+            expect(answer.error.code, `${verb.name} ${JSON.stringify(args)}\n${text}`).not.toBe('INTERNAL');
+          }
+        }),
+        params,
+      );
+      // Some cases were acted on or answered, others refused: the values reach the verbs' own checks.
+      expect(seen.ok).toBeGreaterThan(0);
+      expect(seen.refused).toBeGreaterThan(0);
       await stillAnswers();
     },
     PROPERTY_TIMEOUT_MS,
