@@ -1,25 +1,13 @@
-import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import fc from 'fast-check';
-import {
-  buildSchema,
-  type GraphQLField,
-  type GraphQLInputType,
-  getNamedType,
-  isEnumType,
-  isInputObjectType,
-  isLeafType,
-  isListType,
-  isNonNullType,
-} from 'graphql';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
 import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
+import { documents, TYPED_OPERATIONS, variables } from './fixtures/hostile-values.js';
 import { eventually } from './fixtures/live.js';
-import { DEFINE_SEAT, HOLD_SEAT, RENAME_SEAT } from './fixtures/operations.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 
 // Property-based fuzzing against one gateway. Every property runs with a fixed seed, printed by
@@ -88,75 +76,6 @@ function noInternal(answer: { status: number; text: string; json?: any }): void 
   expect(answer.text).not.toMatch(/Unexpected error|RangeError|Maximum call stack/);
 }
 
-const REAL_OPERATIONS = [
-  '{ __typename }',
-  '{ status { seq trigger machines { name } } }',
-  '{ machines(site: "a") { name } }',
-  '{ seats { name scope } }',
-  '{ calls(first: 5) { edges { node { id state } } } }',
-  '{ handActs(cause: "hardware") { edges { node { id callId } } } }',
-  '{ durations(since: "2026-01-01T00:00:00.000Z") { kind } }',
-  'query($id: ID!) { call(id: $id) { id state answerJson } }',
-  'mutation { recordHandAct(act: "restarted", target: "m1", why: "it hung", cause: "hardware") { __typename } }',
-  DEFINE_SEAT,
-  RENAME_SEAT,
-  HOLD_SEAT,
-];
-
-const nasty = fc.constantFrom(
-  '{',
-  '}',
-  '[',
-  ']',
-  '(',
-  ')',
-  '"',
-  '\\',
-  '\u0000',
-  '…',
-  '𝕏',
-  '\uD800',
-  '999999999999999999999999999999',
-  '-1e400',
-  '$',
-  '@',
-  '...',
-  '#',
-);
-
-/** A real operation made bad: cut short, a bracket or odd character inserted, a number made huge. */
-const mutatedOperation = fc
-  .tuple(
-    fc.constantFrom(...REAL_OPERATIONS),
-    fc.nat(),
-    fc.array(nasty, { minLength: 1, maxLength: 4 }),
-    fc.constantFrom('truncate', 'insert', 'repeat', 'numbers'),
-  )
-  .map(([op, at, chars, how]) => {
-    const i = at % (op.length + 1);
-    if (how === 'truncate') return op.slice(0, i);
-    if (how === 'insert') return op.slice(0, i) + chars.join('') + op.slice(i);
-    if (how === 'repeat') return chars.join('').repeat(1 + (at % 500)) + op;
-    return op.replace(/\d+/g, '9'.repeat(1 + (at % 400))).replace(/first: 5/, `first: -${at}`);
-  });
-
-const documents = fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), mutatedOperation, fc.constantFrom(...REAL_OPERATIONS));
-
-/** Variables as a client could send them: any JSON, and objects of the names real operations use. */
-const variables = fc.oneof(
-  fc.jsonValue({ maxDepth: 4 }),
-  fc.record(
-    {
-      id: fc.oneof(fc.string({ unit: 'binary' }), fc.integer(), fc.constant(null)),
-      input: fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.record({ name: fc.string({ unit: 'binary' }), scope: fc.string({ unit: 'binary' }) })),
-      from: fc.string({ unit: 'binary' }),
-      to: fc.string({ unit: 'binary' }),
-      seat: fc.jsonValue({ maxDepth: 2 }),
-    },
-    { requiredKeys: [] },
-  ),
-);
-
 describe('arbitrary GraphQL over HTTP', () => {
   test(
     'arbitrary documents and variables are answered below 500, never as INTERNAL, and the gateway goes on answering',
@@ -191,65 +110,6 @@ describe('arbitrary GraphQL over HTTP', () => {
     PROPERTY_TIMEOUT_MS,
   );
 });
-
-/** Text as callers get it wrong: empty, blank, NUL, lone surrogates, very long, wildcards, real names. */
-const nastyText = fc.oneof(
-  fc.string({ unit: 'binary', maxLength: 30 }),
-  fc.constantFrom('', ' ', 'a\u0000b', '\uD800', 'x'.repeat(5_000), 'queue', 'mesh-controller', '*', '>', 'a.b', '..', '0mx3eakrpc00c7140c7', '-1', '1e400'),
-);
-const nastyInt = fc.oneof(fc.integer(), fc.constantFrom(-1, 0, 1, 2 ** 31 - 1, -(2 ** 31)));
-const nastyInstant = fc.oneof(
-  fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
-  fc.constantFrom('-271821-04-20T00:00:00.000Z', '0000-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', 'yesterday', '2026-13-45', ''),
-);
-
-/** A value of a GraphQL input type, mostly of that type, its strings and numbers chosen to hurt. */
-function hostileValue(type: GraphQLInputType, depth = 0): fc.Arbitrary<unknown> {
-  if (isNonNullType(type)) return hostileValue(type.ofType, depth);
-  if (isListType(type)) return fc.array(hostileValue(type.ofType, depth + 1), { maxLength: depth > 2 ? 0 : 3 });
-  if (isEnumType(type)) return fc.oneof(fc.constantFrom(...type.getValues().map((v) => v.name)), nastyText);
-  if (isInputObjectType(type)) {
-    if (depth > 2) return fc.constant({});
-    const fields = Object.values(type.getFields());
-    return fc.record(Object.fromEntries(fields.map((f) => [f.name, hostileValue(f.type, depth + 1)])), { requiredKeys: [] });
-  }
-  switch (getNamedType(type).name) {
-    case 'Int':
-      return nastyInt;
-    case 'Float':
-      return fc.double({ noNaN: true, noDefaultInfinity: true });
-    case 'Boolean':
-      return fc.boolean();
-    case 'DateTime':
-      return nastyInstant;
-    case 'JSON':
-      return fc.jsonValue({ maxDepth: 4 });
-    default:
-      return nastyText;
-  }
-}
-
-const schema = buildSchema(readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8'));
-
-/** Every query and mutation of the schema as a document taking all its arguments as variables. */
-function operationOf(
-  kind: 'query' | 'mutation',
-  field: GraphQLField<unknown, unknown>,
-): { field: string; query: string; variables: fc.Arbitrary<Record<string, unknown>> } {
-  const declared = field.args.map((a) => `$${a.name}: ${a.type}`).join(', ');
-  const passed = field.args.map((a) => `${a.name}: $${a.name}`).join(', ');
-  const selection = isLeafType(getNamedType(field.type)) ? '' : ' { __typename }';
-  return {
-    field: field.name,
-    query: `${kind}${declared ? `(${declared})` : ''} { ${field.name}${passed ? `(${passed})` : ''}${selection} }`,
-    variables: fc.record(Object.fromEntries(field.args.map((a) => [a.name, hostileValue(a.type)])), { requiredKeys: [] }),
-  };
-}
-
-const TYPED_OPERATIONS = [
-  ...Object.values(schema.getQueryType()!.getFields()).map((f) => operationOf('query', f)),
-  ...Object.values(schema.getMutationType()!.getFields()).map((f) => operationOf('mutation', f)),
-];
 
 describe('every operation of the schema with hostile variables', () => {
   test(
