@@ -44,7 +44,7 @@ const heartbeatsOf = async (prefix: string) =>
 const newestSeq = (subscriber: Received<{ status: { seq: number } }>) => Math.max(-1, ...subscriber.items.map((item) => item.status.seq));
 
 test(
-  'NATS restarted under 50 status subscribers and heartbeats: every subscriber gets a newer composition, every heartbeat is stored',
+  'NATS restarted under 50 status subscribers and heartbeats: every subscriber gets a newer composition, every heartbeat the server confirmed is stored',
   async () => {
     for (let s = 0; s < SUBSCRIBERS; s++) subscribers.push(wsSubscribe(gw.url, 'subscription { status { seq } }'));
     await Promise.all(subscribers.map((subscriber) => subscriber.atLeast(1)));
