@@ -232,3 +232,14 @@ test("a client's bad input is logged at info without a stack; it is not a server
     await own.cleanup();
   }
 });
+
+test('a second controller on the same MESH_SUBJECTS is refused at start, naming MESH_SUBJECTS', async () => {
+  const other = await testEnv('truth2');
+  try {
+    await expect(startTestGateway({ ...other.env, MESH_SUBJECTS: env.subjects })).rejects.toThrow(
+      new RegExp(`is another controller running on MESH_SUBJECTS=${env.subjects}\\? Each controller needs its own MESH_SUBJECTS`),
+    );
+  } finally {
+    await other.cleanup();
+  }
+});

@@ -72,7 +72,13 @@ export async function ensureNewsStream(
     throw error;
   });
   if (!info) {
-    await jsm.streams.add({ name: stream, subjects, storage: StorageType.File, retention: RetentionPolicy.Limits, ...limits });
+    await jsm.streams.add({ name: stream, subjects, storage: StorageType.File, retention: RetentionPolicy.Limits, ...limits }).catch((error: Error) => {
+      // Another controller's news stream already captures these subjects: say so in the mesh's words.
+      if (!/subjects overlap/i.test(error.message)) throw error;
+      throw new Error(
+        `another stream already captures ${subjects.join(', ')}: is another controller running on MESH_SUBJECTS=${root}? Each controller needs its own MESH_SUBJECTS on a shared NATS (${error.message})`,
+      );
+    });
     logger?.info({ stream, subjects }, 'news stream created');
   } else {
     const diff: Partial<StreamConfig> = {};
