@@ -5,6 +5,7 @@ import * as nats from '../src/bus/nats.js';
 import * as newsStream from '../src/bus/news-stream.js';
 import * as names from '../src/kernel/names.js';
 import * as server from '../src/server/http.js';
+import * as persisted from '../src/server/persisted.js';
 import * as ready from '../src/server/ready.js';
 import * as requestBodyLimit from '../src/server/request-body-limit.js';
 import * as forward from '../src/services/calls/forward.js';
@@ -46,6 +47,7 @@ const modules = [
   leases,
   composer,
   feed,
+  persisted,
   store,
 ];
 const constants = new Map<string, unknown>(modules.flatMap((m) => Object.entries(m)));

@@ -15,7 +15,7 @@ const MANIFESTS = ['src/cli/generated/persisted-documents.json'];
 /** Raw query texts already matched to the manifest, so a client repeating one is not parsed twice; cleared when full. */
 const MATCHED_TEXTS_MAX = 1_000;
 /** A raw document this long cannot be one of ours; refused unparsed (meshctl's longest is under 1 KiB). */
-const RAW_QUERY_MAX = 64 * 1024;
+export const RAW_QUERY_MAX = 64 * 1024;
 
 /** The params this judges: Yoga's and graphql-ws's alike. */
 interface OperationParams {
