@@ -140,6 +140,9 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       .then((kept) => {
         seq = Math.max(stats.lastSeq, feed.current()?.seq ?? 0, kept) + 1;
         stats.lastSeq = seq;
+        // The gap is kept between the instants compositions are composed at (their composedAt),
+        // not between requests: the seq read before it takes a varying few milliseconds.
+        lastStart = Date.now();
         return compose(mesh.db, {
           seq,
           controller: mesh.config.controller,
