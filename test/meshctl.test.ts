@@ -238,3 +238,28 @@ describe('exit codes and access', () => {
     expect(await exited).toBe(0);
   }, 60_000);
 });
+
+test('a --json answer larger than a pipe buffer reaches the pipe whole', async () => {
+  const { recordHeartbeats } = await import('../src/services/machines/machines.js');
+  const at = new Date();
+  await recordHeartbeats(
+    gateway.mesh.db,
+    Array.from({ length: 600 }, (_, i) => ({
+      machine: `pipe-${String(i).padStart(4, '0')}-with-a-long-name`,
+      site: 'eu-9',
+      modules: ['broker', 'worker'],
+      at,
+    })),
+  );
+  // A reader that starts late, as `meshctl --json … | jq` may: the pipe's buffer fills first.
+  const piped = await new Promise<string>((resolve, reject) =>
+    execFile(
+      'sh',
+      ['-c', `"${process.execPath}" --import tsx src/cli/main.ts --json machines --site eu-9 | (sleep 1; cat)`],
+      { env: { ...process.env, MESH_URL: gateway.url, MESH_TOKEN: ADMIN }, timeout: 30_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout) => (error ? reject(error) : resolve(stdout)),
+    ),
+  );
+  expect(piped.length).toBeGreaterThan(64 * 1024);
+  expect(JSON.parse(piped).machines).toHaveLength(600);
+});

@@ -57,8 +57,11 @@ export async function main(argv: string[]): Promise<number> {
   return code;
 }
 
+// Exit once stdout has drained: into a pipe, a large --json answer is still being written when main resolves.
+const exitWhenWritten = (code: number) => process.stdout.write('', () => process.exit(code));
+
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exitWhenWritten(code),
   (error) => {
     process.stderr.write(`meshctl: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(EXIT.refused);
