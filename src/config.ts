@@ -9,8 +9,13 @@ export interface Config {
   port: number;
   /** Unset: embedded PGlite under `<dataDir>/pg`. */
   databaseUrl: string | undefined;
-  /** Unset: the machine's NATS at 127.0.0.1:4222, else a child nats-server under `<dataDir>/nats`. */
-  natsUrl: string | undefined;
+  /**
+   * NATS_URL: one server or a comma-separated list of a cluster's servers (the client fails over
+   * among them). Unset: the machine's NATS at 127.0.0.1:4222, else a child nats-server under `<dataDir>/nats`.
+   */
+  natsUrl: string[] | undefined;
+  /** MESH_KV_REPLICAS: the replicas of every bucket and stream the gateway creates (1, or 3 on a three-node cluster). */
+  kvReplicas: number;
   natsUser: string | undefined;
   natsPassword: string | undefined;
   /** The controller's seat name and the prefix of its buckets. */
@@ -48,6 +53,8 @@ const SOCKETS_PER_CALLER = 1_000;
 const SOCKETS_PER_ADDRESS = 500;
 /** Operations one caller may ask a second (HTTP and graphql-ws together): dashboards ask a few, a loop gone wrong thousands. */
 const OPERATIONS_PER_SECOND = 500;
+/** JetStream keeps a stream on at most five servers (a Raft group of 1 to 5). */
+export const KV_REPLICAS_MAX = 5;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -68,6 +75,14 @@ function flag(env: NodeJS.ProcessEnv, key: string, fallback: boolean): boolean {
   if (['1', 'true', 'on'].includes(raw)) return true;
   if (['0', 'false', 'off'].includes(raw)) return false;
   throw new ConfigError(`${key} must be 1 or 0 (also true/false, on/off), got ${JSON.stringify(env[key])}`);
+}
+
+/** A stream's replicas: a whole number from 1 to KV_REPLICAS_MAX. */
+function replicas(env: NodeJS.ProcessEnv, key: string): number {
+  const n = int(env, key, 1, 1);
+  if (!Number.isInteger(n) || n > KV_REPLICAS_MAX)
+    throw new ConfigError(`${key} must be a whole number from 1 to ${KV_REPLICAS_MAX}, got ${JSON.stringify(env[key])}`);
+  return n;
 }
 
 function name(env: NodeJS.ProcessEnv, key: string, fallback: string): string {
@@ -95,6 +110,31 @@ function origins(env: NodeJS.ProcessEnv, key: string): string[] {
   });
 }
 
+/**
+ * NATS_URL as a list: each comma-separated entry a `nats://`, `tls://`, `ws://` or `wss://` URL, or
+ * a bare `host:port` (read as nats://), with a host and no path; duplicates are refused as typos.
+ */
+function natsServers(env: NodeJS.ProcessEnv, key: string): string[] | undefined {
+  const raw = env[key];
+  if (!raw?.trim()) return undefined;
+  const seen = new Set<string>();
+  return raw.split(',').map((entry) => {
+    const server = entry.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(/^[a-z]+:\/\//i.test(server) ? server : `nats://${server}`);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !['nats:', 'tls:', 'ws:', 'wss:'].includes(parsed.protocol) || !parsed.hostname || !['', '/'].includes(parsed.pathname) || parsed.search) {
+      throw new ConfigError(`${key} must list NATS servers such as nats://10.0.0.1:4222, comma-separated, got ${JSON.stringify(entry)}`);
+    }
+    if (seen.has(server)) throw new ConfigError(`${key} lists ${JSON.stringify(server)} twice`);
+    seen.add(server);
+    return server;
+  });
+}
+
 /** Reads the environment once; throws ConfigError naming the variable that is wrong. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const heartbeatSeconds = int(env, 'MESH_HEARTBEAT_S', 10, 0.01);
@@ -102,7 +142,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     port: int(env, 'PORT', 4000),
     databaseUrl: env.DATABASE_URL || undefined,
-    natsUrl: env.NATS_URL || undefined,
+    natsUrl: natsServers(env, 'NATS_URL'),
+    kvReplicas: replicas(env, 'MESH_KV_REPLICAS'),
     natsUser: env.NATS_USER || undefined,
     natsPassword: env.NATS_PASSWORD || undefined,
     controller: name(env, 'MESH_CONTROLLER', 'mesh-controller'),

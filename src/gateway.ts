@@ -85,7 +85,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       name: `mesh-gateway ${config.replica}`,
     });
     stops.push(() => bus.close());
-    const buckets = await ensureBuckets(bus.nc, bus.jsm, config.controller, logger);
+    const buckets = await ensureBuckets(bus.nc, bus.jsm, config.controller, logger, config.kvReplicas);
     const views = { calls: await startCallView(buckets, bus.jsm, logger), handActs: await startHandActView(buckets, bus.jsm, logger) };
     stops.push(async () => (views.calls.stop(), views.handActs.stop()));
     const leases = await startLeases({ buckets, views, config, logger }, bus.jsm);
@@ -97,7 +97,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const responder = startResponder(mesh);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
-    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger);
+    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas);
     const news = startNewsIngest(mesh, newsStream.consumer);
     const composer = startComposer(mesh);
     const applyTimeouts = startApplyTimeouts(mesh);

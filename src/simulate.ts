@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const subjects = subjectsUnder(config.subjects);
   const heartbeatMs = config.heartbeatSeconds * 1000;
-  const nc = await connect({ servers: config.natsUrl ?? DEFAULT_NATS_URL, user: config.natsUser, pass: config.natsPassword, name: 'mesh-simulator' });
+  const nc = await connect({ servers: config.natsUrl ?? [DEFAULT_NATS_URL], user: config.natsUser, pass: config.natsPassword, name: 'mesh-simulator' });
   const mesh = agents(opts.machines, opts.sites, heartbeatMs);
   const byName = new Map(mesh.map((a) => [a.name, a]));
   const counts = { heartbeats: 0, applies: 0, reports: 0, failed: 0, builds: 0 };

@@ -3,6 +3,8 @@ import { expect, test } from 'vitest';
 import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
 import * as newsStream from '../src/bus/news-stream.js';
+import * as retry from '../src/bus/retry.js';
+import * as config from '../src/config.js';
 import * as names from '../src/kernel/names.js';
 import * as server from '../src/server/http.js';
 import * as persisted from '../src/server/persisted.js';
@@ -30,6 +32,8 @@ const modules = [
   buckets,
   nats,
   newsStream,
+  retry,
+  config,
   names,
   server,
   ready,

@@ -39,18 +39,62 @@ export interface Buckets {
   leases: KV;
 }
 
-type Limits = Partial<Pick<StreamConfig, 'max_age' | 'max_msgs_per_subject' | 'max_msgs' | 'discard'>>;
+type Limits = Partial<Pick<StreamConfig, 'max_age' | 'max_msgs_per_subject' | 'max_msgs' | 'discard' | 'num_replicas'>>;
+
+/** NATS refused the replicas MESH_KV_REPLICAS asks for: the cluster has fewer JetStream servers (or none clustered). */
+export class ReplicasRefused extends Error {
+  override name = 'ReplicasRefused';
+}
+
+/**
+ * What NATS 2.9 answers when a stream asks for more replicas than it can place: `no suitable peers
+ * for placement` (a cluster of fewer nodes, or too few of them up), `insufficient resources`, and
+ * `replicas > 1 not supported in non-clustered mode` (a single server).
+ */
+const TOO_FEW_SERVERS = /no suitable peers|insufficient resources|not supported in non-clustered mode/i;
+
+/**
+ * Turns NATS's refusal of `replicas` for `stream` into a ReplicasRefused naming MESH_KV_REPLICAS;
+ * any other error is returned as it is. For every stream the gateway creates (buckets, news, status).
+ */
+export function replicasRefusal(error: unknown, stream: string, replicas: number): unknown {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!TOO_FEW_SERVERS.test(message)) return error;
+  return new ReplicasRefused(
+    `MESH_KV_REPLICAS=${replicas} asks for ${replicas} copies of the stream ${stream}, but the NATS cluster cannot place them (NATS said: ${message}): ` +
+      `set MESH_KV_REPLICAS to at most the number of JetStream servers in the cluster (1 for a single nats-server), or start the missing servers`,
+  );
+}
+
+/**
+ * Updates a stream's config where it differs and checks the server took it: a single 2.9 server
+ * accepts an update to num_replicas > 1 without applying it, so the stream is read back.
+ */
+export async function updateStream(jsm: JetStreamManager, stream: string, diff: Partial<StreamConfig>, replicas: number): Promise<void> {
+  const info = await jsm.streams.update(stream, diff).catch((error: unknown) => {
+    throw replicasRefusal(error, stream, replicas);
+  });
+  if (diff.num_replicas !== undefined && info.config.num_replicas !== diff.num_replicas) {
+    throw replicasRefusal(new Error(`replicas > 1 not supported in non-clustered mode (the stream kept ${info.config.num_replicas})`), stream, replicas);
+  }
+}
 
 /**
  * What each bucket's stream must say. Calls: one entry per call, the last CALLS_KEPT or
  * CALLS_KEPT_FOR_MS whichever is less, the oldest pushed out (discard old) — the server keeps the
  * bound, no sweep. Hand-acts: an audit log, the last HAND_ACTS_KEPT, with no age limit. Leases: the latest entry per key.
  */
-export function bucketLimits(names: BucketNames): Record<string, Limits> {
+export function bucketLimits(names: BucketNames, replicas = 1): Record<string, Limits> {
   return {
-    [names.calls]: { max_age: CALLS_KEPT_FOR_MS * NANOS_PER_MS, max_msgs_per_subject: 1, max_msgs: CALLS_KEPT, discard: DiscardPolicy.Old },
-    [names.handActs]: { max_age: 0, max_msgs_per_subject: 1, max_msgs: HAND_ACTS_KEPT, discard: DiscardPolicy.Old },
-    [names.leases]: { max_age: 0, max_msgs_per_subject: 1, max_msgs: -1 },
+    [names.calls]: {
+      max_age: CALLS_KEPT_FOR_MS * NANOS_PER_MS,
+      max_msgs_per_subject: 1,
+      max_msgs: CALLS_KEPT,
+      discard: DiscardPolicy.Old,
+      num_replicas: replicas,
+    },
+    [names.handActs]: { max_age: 0, max_msgs_per_subject: 1, max_msgs: HAND_ACTS_KEPT, discard: DiscardPolicy.Old, num_replicas: replicas },
+    [names.leases]: { max_age: 0, max_msgs_per_subject: 1, max_msgs: -1, num_replicas: replicas },
   };
 }
 
@@ -60,23 +104,29 @@ export function bucketLimits(names: BucketNames): Record<string, Limits> {
  * differs from `limits`. Returns what was changed, for the log.
  */
 async function ensureBucket(kvm: Kvm, jsm: JetStreamManager, name: string, limits: Limits): Promise<{ kv: KV; changed: string[] }> {
-  const kv = await kvm.create(name, { history: 1 });
   const stream = streamOf(name);
+  const replicas = limits.num_replicas ?? 1;
+  const kv = await kvm.create(name, { history: 1, replicas }).catch((error: unknown) => {
+    throw replicasRefusal(error, stream, replicas);
+  });
   const { config } = await jsm.streams.info(stream);
   const diff: Partial<Limits> = {};
   for (const [key, want] of Object.entries(limits) as [keyof Limits, never][]) {
     if (config[key] !== want) diff[key] = want;
   }
   const changed = Object.keys(diff);
-  if (changed.length) await jsm.streams.update(stream, diff);
+  if (changed.length) await updateStream(jsm, stream, diff, replicas);
   return { kv, changed };
 }
 
-/** Ensures the controller's three buckets exist with the limits DESIGN.md sets; throws when NATS refuses. */
-export async function ensureBuckets(nc: NatsConnection, jsm: JetStreamManager, controller: string, logger?: Logger): Promise<Buckets> {
+/**
+ * Ensures the controller's three buckets exist with the limits DESIGN.md sets and `replicas` copies
+ * each (MESH_KV_REPLICAS); throws when NATS refuses, a ReplicasRefused when it cannot place the copies.
+ */
+export async function ensureBuckets(nc: NatsConnection, jsm: JetStreamManager, controller: string, logger?: Logger, replicas = 1): Promise<Buckets> {
   const names = bucketNames(controller);
   const kvm = new Kvm(nc);
-  const limits = bucketLimits(names);
+  const limits = bucketLimits(names, replicas);
   const opened: Record<string, KV> = {};
   for (const name of [names.calls, names.handActs, names.leases]) {
     const { kv, changed } = await ensureBucket(kvm, jsm, name, limits[name]!);

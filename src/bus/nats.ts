@@ -11,7 +11,8 @@ export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 const PROBE_TIMEOUT_MS = 2_000;
 
 export interface BusOptions {
-  natsUrl: string | undefined;
+  /** The servers of NATS_URL (one, or a cluster's); unset: the machine's NATS or a child nats-server. */
+  natsUrl: string[] | undefined;
   user?: string;
   password?: string;
   /** The controller's name: its inbox prefix is `_INBOX.<controller>`, the only inbox it is granted. */
@@ -26,7 +27,10 @@ export interface Bus {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
+  /** The servers the client was given, comma-separated (it fails over among them and those the cluster announces). */
   url: string;
+  /** The server this connection is on now, as `host:port` with its server_name: it changes when a node dies. */
+  server(): { url: string; name: string | undefined };
   close(): Promise<void>;
 }
 
@@ -34,9 +38,9 @@ export class BusUnavailable extends Error {
   override name = 'BusUnavailable';
 }
 
-async function tryConnect(options: BusOptions, url: string, attempts: number) {
+async function tryConnect(options: BusOptions, servers: string[], attempts: number) {
   return connect({
-    servers: url,
+    servers,
     user: options.user,
     pass: options.password,
     name: options.name ?? `mesh-gateway ${options.controller}`,
@@ -45,6 +49,8 @@ async function tryConnect(options: BusOptions, url: string, attempts: number) {
     reconnect: true,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
+    // A cluster's servers in the given order would pile every replica onto the first node.
+    noRandomize: false,
     waitOnFirstConnect: attempts > 1,
   });
 }
@@ -80,11 +86,11 @@ async function startChildServer(options: BusOptions): Promise<{ child: ChildProc
 export async function connectBus(options: BusOptions): Promise<Bus> {
   let child: ChildProcess | undefined;
   let nc: NatsConnection;
-  let url = options.natsUrl ?? DEFAULT_NATS_URL;
+  let url = options.natsUrl?.join(',') ?? DEFAULT_NATS_URL;
   try {
-    nc = await tryConnect(options, url, 1);
+    nc = await tryConnect(options, options.natsUrl ?? [DEFAULT_NATS_URL], 1);
   } catch (error) {
-    if (options.natsUrl) throw new BusUnavailable(`cannot reach NATS at ${url}: ${(error as Error).message}`);
+    if (options.natsUrl) throw new BusUnavailable(`cannot reach NATS at any of ${url}: ${(error as Error).message}`);
     const found = spawnSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' }).stdout.trim();
     if (!found) {
       throw new BusUnavailable(
@@ -95,7 +101,7 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     const deadline = Date.now() + 10_000;
     for (;;) {
       try {
-        nc = await tryConnect(options, url, 1);
+        nc = await tryConnect(options, [url], 1);
         break;
       } catch (retry) {
         if (Date.now() > deadline) {
@@ -106,9 +112,13 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
       }
     }
   }
+  const server = () => ({ url: nc.getServer(), name: nc.info?.server_name });
+  options.logger.info({ server: server().url, serverName: server().name, servers: url }, 'NATS connected');
   (async () => {
     for await (const status of nc.status()) {
-      if (status.type === 'disconnect' || status.type === 'reconnect') options.logger.warn({ status: status.type, server: url }, 'NATS connection');
+      // The server it fails over to is logged, so an operator (and the cluster test) can see which node each replica is on.
+      if (status.type === 'disconnect') options.logger.warn({ status: status.type, server: status.server }, 'NATS connection lost: reconnecting');
+      else if (status.type === 'reconnect') options.logger.warn({ status: status.type, server: server().url, serverName: server().name }, 'NATS connected');
     }
   })().catch(() => undefined);
   const jsm = await jetstreamManager(nc);
@@ -117,6 +127,7 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     js: jetstream(nc),
     jsm,
     url,
+    server,
     async close() {
       await nc.drain().catch(() => nc.close());
       if (child) {

@@ -11,6 +11,7 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { replicasRefusal, updateStream } from './buckets.js';
 
 /**
  * The news stream keeps at most this many bytes of news not yet pruned (1 GiB): hours of a
@@ -39,13 +40,14 @@ const NANOS_PER_MS = 1_000_000;
 /** The stream that captures `<subjects>.news.>` for a controller. */
 export const newsStreamName = (controller: string): string => `${controller}_news`;
 
-type Limits = Pick<StreamConfig, 'max_bytes' | 'max_age' | 'discard'>;
+type Limits = Pick<StreamConfig, 'max_bytes' | 'max_age' | 'discard' | 'num_replicas'>;
 
-/** What the stream's limits must be; read and updated at start where they differ (as the buckets' are). */
-export const newsStreamLimits = (): Limits => ({
+/** What the stream's limits must be, with `replicas` copies (MESH_KV_REPLICAS); read and updated at start where they differ (as the buckets' are). */
+export const newsStreamLimits = (replicas = 1): Limits => ({
   max_bytes: NEWS_STREAM_MAX_BYTES,
   max_age: NEWS_STREAM_MAX_AGE_MS * NANOS_PER_MS,
   discard: DiscardPolicy.Old,
+  num_replicas: replicas,
 });
 
 type ConsumerLimits = Pick<ConsumerConfig, 'ack_wait' | 'max_ack_pending'>;
@@ -63,9 +65,10 @@ export async function ensureNewsStream(
   controller: string,
   root: string,
   logger?: Logger,
+  replicas = 1,
 ): Promise<{ stream: string; consumer: Consumer }> {
   const stream = newsStreamName(controller);
-  const limits = newsStreamLimits();
+  const limits = newsStreamLimits(replicas);
   const subjects = [`${root}.news.>`];
   const info = await jsm.streams.info(stream).catch((error: Error) => {
     if (/stream not found/i.test(error.message)) return undefined;
@@ -74,7 +77,7 @@ export async function ensureNewsStream(
   if (!info) {
     await jsm.streams.add({ name: stream, subjects, storage: StorageType.File, retention: RetentionPolicy.Limits, ...limits }).catch((error: Error) => {
       // Another controller's news stream already captures these subjects: say so in the mesh's words.
-      if (!/subjects overlap/i.test(error.message)) throw error;
+      if (!/subjects overlap/i.test(error.message)) throw replicasRefusal(error, stream, replicas);
       throw new Error(
         `another stream already captures ${subjects.join(', ')}: is another controller running on MESH_SUBJECTS=${root}? Each controller needs its own MESH_SUBJECTS on a shared NATS (${error.message})`,
       );
@@ -85,7 +88,7 @@ export async function ensureNewsStream(
     for (const [key, want] of Object.entries(limits) as [keyof Limits, never][]) if (info.config[key] !== want) diff[key] = want;
     if (info.config.subjects?.join() !== subjects.join()) diff.subjects = subjects;
     if (Object.keys(diff).length) {
-      await jsm.streams.update(stream, diff);
+      await updateStream(jsm, stream, diff, replicas);
       logger?.info({ stream, changed: Object.keys(diff) }, 'news stream limits updated');
     }
   }

@@ -3,6 +3,7 @@ import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
 import { type Buckets, CALLS_KEPT, CALLS_KEPT_FOR_MS } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
+import { retryLeaderless } from '../../bus/retry.js';
 import { DomainError, Invalid, isStoreUnavailable, NotFound, STORE_UNAVAILABLE_MESSAGE } from '../../kernel/errors.js';
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
@@ -106,8 +107,10 @@ export function startCallView(buckets: Buckets, jsm: JetStreamManager, logger?: 
   });
 }
 
+/** Puts the call under its id, retried while the bucket's stream elects a leader (a put of the same record twice is harmless). */
 async function write(mesh: CallsMesh, call: Call): Promise<Call> {
-  const revision = await mesh.buckets.calls.put(call.id, JSON.stringify(call));
+  const body = JSON.stringify(call);
+  const revision = await retryLeaderless(() => mesh.buckets.calls.put(call.id, body), `call ${call.id}`);
   mesh.views.calls.apply(call.id, summary(call), revision);
   return call;
 }

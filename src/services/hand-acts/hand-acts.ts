@@ -2,6 +2,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { type Buckets, HAND_ACTS_KEPT } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
+import { retryLeaderless } from '../../bus/retry.js';
 import { Invalid } from '../../kernel/errors.js';
 import { newId } from '../../kernel/ids.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
@@ -108,7 +109,17 @@ export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promis
     ...acting,
     callId: input.callId ?? null,
   };
-  const revision = await mesh.buckets.handActs.create(record.id, JSON.stringify(record));
+  const body = JSON.stringify(record);
+  const revision = await retryLeaderless(async (attempt) => {
+    try {
+      return await mesh.buckets.handActs.create(record.id, body);
+    } catch (error) {
+      // A try whose answer was lost (the node died) may have written it: then the entry holds these very bytes.
+      const entry = attempt > 0 ? await mesh.buckets.handActs.get(record.id) : null;
+      if (entry?.operation === 'PUT' && entry.string() === body) return entry.revision;
+      throw error;
+    }
+  }, `hand-act ${record.id}`);
   mesh.views.handActs.apply(record.id, record, revision);
   return record;
 }

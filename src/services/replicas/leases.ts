@@ -3,6 +3,7 @@ import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
+import { isLeaderless } from '../../bus/retry.js';
 import { abandonCall, type CallsMesh } from '../calls/records.js';
 import type { HandActLog } from '../hand-acts/hand-acts.js';
 
@@ -72,7 +73,9 @@ export async function acquireServing(mesh: LeaseMesh, startedAt = new Date().toI
       return true;
     }
     return false;
-  } catch {
+  } catch (error) {
+    // No stream leader (a NATS node died): nothing is known, so this replica's standing is kept until the next try.
+    if (isLeaderless(error)) throw error;
     return false; // another replica wrote first: it serves
   }
 }
