@@ -21,7 +21,7 @@ import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 
 // The mesh DESIGN.md's issue sizes the composer for.
-const MACHINES = 10_000;
+export const MACHINES = 10_000;
 const SEATS = 2_000;
 const HOLDINGS = 20_000;
 const SITES = 20;
@@ -76,7 +76,7 @@ async function publisher(root: string, rate: number, seconds: number): Promise<v
 }
 
 /** Seeds the mesh in a few statements: machines over SITES sites each running two modules, seats, holdings on record, a few open plans. */
-async function seed(db: Awaited<ReturnType<typeof openStore>>) {
+export async function seed(db: Awaited<ReturnType<typeof openStore>>) {
   await seedSeats(db, compiledCatalogue('bench-controller', CONTROLLER_VERBS));
   await sql`insert into machine (name, site, first_heard_at, last_heard_at, heartbeats)
             select 'm-' || i, 'site-' || (i % ${SITES}), now() - interval '1 day', now() - (i % 200) * interval '1 second', 100

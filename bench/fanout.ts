@@ -256,14 +256,14 @@ async function clientsRole(json: string): Promise<void> {
   });
 }
 
-interface Clients {
+export interface Clients {
   wait(seq: number): Promise<{ count: number; last: number }>;
   lastMessage(): Promise<Buffer>;
   close(): Promise<void>;
 }
 
 /** `total` sockets over as many client processes as PER_CLIENT_PROCESS asks; resolves once every one has started. */
-async function startClients(url: string, total: number, query?: string): Promise<Clients> {
+export async function startClients(url: string, total: number, query?: string): Promise<Clients> {
   const roles: Role[] = [];
   for (let left = total; left > 0; left -= PER_CLIENT_PROCESS)
     roles.push(spawnRole('clients', JSON.stringify({ url, count: Math.min(left, PER_CLIENT_PROCESS), query })));
