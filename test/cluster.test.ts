@@ -1,10 +1,10 @@
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection, RequestError } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { bucketNames, ensureBuckets, ReplicasRefused, streamOf } from '../src/bus/buckets.js';
-import { newsStreamName } from '../src/bus/news-stream.js';
+import { ensureNewsStream, newsStreamName } from '../src/bus/news-stream.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../src/services/replicas/leases.js';
 import { type ChildGateway, spawnGateway } from './fixtures/child.js';
@@ -147,6 +147,24 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     expect((refused as Error).message).toMatch(/MESH_KV_REPLICAS=5 asks for 5 copies .*no suitable peers for placement/);
   });
 
+  test('a controller’s buckets and news stream made with one replica are moved to MESH_KV_REPLICAS at the next start', async () => {
+    const other = uniqueName('ctl_scale');
+    const jsm = await jetstreamManager(nc);
+    const streams = [...Object.values(bucketNames(other)).map(streamOf), newsStreamName(other)];
+    try {
+      await ensureBuckets(nc, jsm, other, undefined, 1);
+      await ensureNewsStream(jetstream(nc), jsm, other, uniqueName('mesh_scale'), undefined, 1);
+      for (const name of streams) expect((await jsm.streams.info(name)).config.num_replicas, name).toBe(1);
+      const buckets = await ensureBuckets(nc, jsm, other, undefined, 3);
+      await buckets.calls.put('kept', '{"across":"the move"}');
+      await ensureNewsStream(jetstream(nc), jsm, other, uniqueName('mesh_scale'), undefined, 3);
+      for (const name of streams) expect((await jsm.streams.info(name)).config.num_replicas, name).toBe(3);
+      expect((await buckets.calls.get('kept'))?.json()).toEqual({ across: 'the move' });
+    } finally {
+      for (const name of streams) await jsm.streams.delete(name).catch(() => undefined);
+    }
+  });
+
   test('losing the serving gateway’s NATS node, then the serving gateway: nothing acknowledged is lost, nothing stays RUNNING, subscribers hear the status again', async () => {
     const a = await spawnGateway(env);
     gateways.push(a);
@@ -210,6 +228,17 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     const server = natsServerOf(a);
     const node = cluster.nodeAt(server ?? '');
     expect(node, `the serving gateway's NATS node (${server})`).toBeDefined();
+    // The calls and hand-acts streams are led from that node (a leader stepping down hands over to a random peer),
+    // so killing it costs them their leader: the election is what the gateway must ride out.
+    for (const name of [streamOf(bucketNames(controller).calls), streamOf(bucketNames(controller).handActs)]) {
+      for (let tries = 0; tries < 12 && (await jsm.streams.info(name)).cluster?.leader !== node!.name; tries++) {
+        await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${name}`, '', { timeout: 5_000 }).catch(() => undefined);
+        await eventually(async () => (await jsm.streams.info(name).catch(() => undefined))?.cluster?.leader, `a leader for ${name}`, 10_000, 100);
+      }
+    }
+    const ours = [...Object.values(bucketNames(controller)).map(streamOf), newsStreamName(controller)];
+    const leaders = await Promise.all(ours.map(async (name) => (await jsm.streams.info(name)).cluster?.leader));
+    const ledThere = leaders.filter((leader) => leader === node!.name).length;
     const callsBefore1 = counts.acknowledged;
     const nodeKilledAt = Date.now();
     await node!.kill();
@@ -265,7 +294,7 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     await eventually(async () => (await running()) === 0, 'no call left RUNNING', LEASE_TTL_MS + 3 * LEASE_REFRESH_MS + 10_000, 250);
 
     console.log(
-      `cluster: node ${node!.name} killed (the serving gateway's), then the serving gateway; requests ${JSON.stringify(counts)}; ` +
+      `cluster: node ${node!.name} killed (the serving gateway's; it led ${ledThere} of the ${ours.length} streams), then the serving gateway; requests ${JSON.stringify(counts)}; ` +
         `new composition after the node kill within ${Math.max(...afterNode)} ms; killed gateway's subscribers served by the other within ${Math.max(...reconnected)} ms; ` +
         `lease taken ${tookOverAt - gatewayKilledAt} ms after the kill; compositions within ${Math.max(...afterTakeover)} ms of the takeover`,
     );

@@ -2,6 +2,7 @@ import { DiscardPolicy, type JetStreamManager, type StreamConfig } from '@nats-i
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { KV_WRITE_RETRY_MS } from './retry.js';
 
 /** The calls bucket keeps this many calls: enough for an operator's week, small enough to list from memory. */
 export const CALLS_KEPT = 1000;
@@ -76,6 +77,23 @@ export async function updateStream(jsm: JetStreamManager, stream: string, diff: 
   });
   if (diff.num_replicas !== undefined && info.config.num_replicas !== diff.num_replicas) {
     throw replicasRefusal(new Error(`replicas > 1 not supported in non-clustered mode (the stream kept ${info.config.num_replicas})`), stream, replicas);
+  }
+  if (diff.num_replicas !== undefined) await untilLed(jsm, stream, diff.num_replicas);
+}
+
+/**
+ * Waits (up to KV_WRITE_RETRY_MS) until a stream whose replicas changed has a leader and all its
+ * peers current: NATS 2.9 answers writes `no responders` for a moment after the change, and the
+ * gateway writes its lease at once. Past the wait it goes on; its writes retry or fail on their own.
+ */
+async function untilLed(jsm: JetStreamManager, stream: string, replicas: number): Promise<void> {
+  const deadline = Date.now() + KV_WRITE_RETRY_MS;
+  while (Date.now() < deadline) {
+    const info = await jsm.streams.info(stream).catch(() => undefined);
+    const peers = info?.cluster?.replicas ?? [];
+    if (info?.cluster?.leader && peers.length === replicas - 1 && peers.every((p) => p.current)) return;
+    if (info && replicas === 1 && !info.cluster?.replicas?.length && info.cluster?.leader !== '') return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
