@@ -1,9 +1,11 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection, RequestError } from '@nats-io/transport-node';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { bucketNames, ensureBuckets, ReplicasRefused, streamOf } from '../src/bus/buckets.js';
+import { connectBus, freePort } from '../src/bus/nats.js';
 import { ensureNewsStream, newsStreamName } from '../src/bus/news-stream.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../src/services/replicas/leases.js';
@@ -147,6 +149,20 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     expect((refused as Error).message).toMatch(/MESH_KV_REPLICAS=5 asks for 5 copies .*no suitable peers for placement/);
   });
 
+  test('a NATS_URL whose first server is down connects to the next one, and logs the node it is on', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const dead = `nats://127.0.0.1:${await freePort()}`;
+    const bus = await connectBus({ natsUrl: [dead, cluster.nodes[1]!.url], controller, dataDir: '.mesh', logger, name: 'cluster-test' });
+    try {
+      expect(bus.server().url).toBe(cluster.nodes[1]!.url.replace('nats://', ''));
+      expect(bus.server().name).toBe(cluster.nodes[1]!.name);
+      expect(lines.join('')).toContain('"msg":"NATS connected"');
+    } finally {
+      await bus.close();
+    }
+  });
+
   test('a controller’s buckets and news stream made with one replica are moved to MESH_KV_REPLICAS at the next start', async () => {
     const other = uniqueName('ctl_scale');
     const jsm = await jetstreamManager(nc);
@@ -251,6 +267,13 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     const afterNode = heardAfter(nodeKilledAt) as number[];
     await eventually(() => natsServerOf(a) !== server, 'the serving gateway to fail over to another node', 10_000);
     await eventually(() => counts.acknowledged >= callsBefore1 + 20, 'calls answered again after the node died', 20_000);
+    // The news consumer resumed: a machine first heard after the kill is composed.
+    const composedOn = async (gateway: ChildGateway, machine: string) => {
+      nc.publish(`${subjects}.news.machine.${machine}`, JSON.stringify({ kind: 'heartbeat', site: 'eu-2', modules: ['web'] }));
+      const { data } = await gateway.gql<{ status: { machines: { name: string }[] } }>('{ status { machines { name } } }');
+      return data?.status.machines.some((m) => m.name === machine);
+    };
+    await eventually(() => composedOn(a, 'after-node-kill'), 'news heard after the node died to be composed', 15_000, 250);
     const seqAtNodeKill = Math.max(...subscribers.flatMap((s) => s.received.filter((r) => r.at <= nodeKilledAt).map((r) => r.seq)));
 
     // 2. SIGKILL the serving gateway: its subscribers reconnect to the other, which takes the lease.
@@ -284,6 +307,7 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     );
     const afterTakeover = heardAfter(gatewayKilledAt).map((ms) => gatewayKilledAt + ms! - tookOverAt);
     await eventually(() => counts.acknowledged >= callsBefore2 + 20, 'calls answered by the remaining gateway', 20_000);
+    await eventually(() => composedOn(b, 'after-gateway-kill'), 'news heard after the serving gateway died to be composed by the other', 15_000, 250);
     loading = false;
     await Promise.all([news, ...senders]);
 
