@@ -276,24 +276,32 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     await eventually(() => composedOn(a, 'after-node-kill'), 'news heard after the node died to be composed', 15_000, 250);
     const seqAtNodeKill = Math.max(...subscribers.flatMap((s) => s.received.filter((r) => r.at <= nodeKilledAt).map((r) => r.seq)));
 
-    // 2. SIGKILL the serving gateway: its subscribers reconnect to the other, which takes the lease.
+    // 2. SIGKILL the serving gateway: its subscribers reconnect to the other, which takes the lease. Which one serves
+    // is read again: an election longer than the lease (6 s) may have moved the lease to the other one meanwhile.
+    const servingNow = () =>
+      gateways.filter((g) => {
+        const lines = g.output().split('\n');
+        return lines.findLast((l) => /"msg":"serving lease (taken|lost)"/.test(l))?.includes('serving lease taken');
+      });
+    const [serving] = await eventually(() => (servingNow().length === 1 ? servingNow() : undefined), 'exactly one serving gateway', 10_000, 100);
+    const survivor = serving === a ? b : a;
     const callsBefore2 = counts.acknowledged;
-    const onA = subscribers.filter((s) => s.on() === a.url);
+    const onServing = subscribers.filter((s) => s.on() === serving!.url);
     const gatewayKilledAt = Date.now();
-    await a.kill('SIGKILL');
+    await serving!.kill('SIGKILL');
     await eventually(
-      () => onA.every((s) => s.received.some((r) => r.at > gatewayKilledAt && r.on === b.url)),
+      () => onServing.every((s) => s.received.some((r) => r.at > gatewayKilledAt && r.on === survivor.url)),
       'the killed gateway’s subscribers to be served by the other',
       10_000,
       50,
     );
-    const reconnected = onA.map((s) => s.received.find((r) => r.at > gatewayKilledAt && r.on === b.url)!.at - gatewayKilledAt);
+    const reconnected = onServing.map((s) => s.received.find((r) => r.at > gatewayKilledAt && r.on === survivor.url)!.at - gatewayKilledAt);
     const tookLine = await eventually(
       () =>
-        b
+        survivor
           .output()
           .split('\n')
-          .find((l) => l.includes(TOOK_LEASE)),
+          .find((l) => l.includes(TOOK_LEASE) && JSON.parse(l).time > gatewayKilledAt),
       'the other gateway to take the serving lease',
       LEASE_TTL_MS + 2 * LEASE_REFRESH_MS + 5_000,
       100,
@@ -307,18 +315,19 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     );
     const afterTakeover = heardAfter(gatewayKilledAt).map((ms) => gatewayKilledAt + ms! - tookOverAt);
     await eventually(() => counts.acknowledged >= callsBefore2 + 20, 'calls answered by the remaining gateway', 20_000);
-    await eventually(() => composedOn(b, 'after-gateway-kill'), 'news heard after the serving gateway died to be composed by the other', 15_000, 250);
+    await eventually(() => composedOn(survivor, 'after-gateway-kill'), 'news heard after the serving gateway died to be composed by the other', 15_000, 250);
     loading = false;
     await Promise.all([news, ...senders]);
 
     // 3. The node comes back on its ports and storage and catches up.
     await node!.start();
     await cluster.ready(30_000);
-    const running = async () => (await b.gql(`{ calls(state: RUNNING, first: 100) { edges { node { id } } } }`)).data?.calls.edges.length as number | undefined;
+    const running = async () =>
+      (await survivor.gql(`{ calls(state: RUNNING, first: 100) { edges { node { id } } } }`)).data?.calls.edges.length as number | undefined;
     await eventually(async () => (await running()) === 0, 'no call left RUNNING', LEASE_TTL_MS + 3 * LEASE_REFRESH_MS + 10_000, 250);
 
     console.log(
-      `cluster: node ${node!.name} killed (the serving gateway's; it led ${ledThere} of the ${ours.length} streams), then the serving gateway; requests ${JSON.stringify(counts)}; ` +
+      `cluster: node ${node!.name} killed (the serving gateway's; it led ${ledThere} of the ${ours.length} streams), then the serving gateway (${serving === a ? 'the same' : 'the other, which took the lease during the election'}); requests ${JSON.stringify(counts)}; ` +
         `new composition after the node kill within ${Math.max(...afterNode)} ms; killed gateway's subscribers served by the other within ${Math.max(...reconnected)} ms; ` +
         `lease taken ${tookOverAt - gatewayKilledAt} ms after the kill; compositions within ${Math.max(...afterTakeover)} ms of the takeover`,
     );
@@ -348,13 +357,13 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     // Every acknowledged call reads OK on the remaining gateway, with its hand-act.
     const missing: string[] = [];
     for (const ack of acknowledged) {
-      const { data } = await b.gql(`query($id: ID!) { call(id: $id) { state } }`, { id: ack.callId }).catch(() => ({ data: undefined }));
+      const { data } = await survivor.gql(`query($id: ID!) { call(id: $id) { state } }`, { id: ack.callId }).catch(() => ({ data: undefined }));
       if (data?.call?.state !== 'OK') missing.push(`${ack.callId}: ${JSON.stringify(data?.call)}`);
     }
     const acts = new Set<string>();
     let after: string | undefined;
     for (;;) {
-      const { data } = await b.gql(
+      const { data } = await survivor.gql(
         `query($after: String) { handActs(cause: "cluster", first: 500, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } }`,
         { after },
       );

@@ -157,7 +157,10 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         stats.lastTookMs = composition.tookMs;
         await publishComposition(mesh.bus.nc, mesh.subjects.status, composition);
         awaitCrossing(composition);
-        await mesh.buckets?.leases.put(SEQ_KEY, String(seq));
+        // Published already: a seq not kept (its stream electing a leader) is kept with the next composition, not a failure.
+        await mesh.buckets?.leases
+          .put(SEQ_KEY, String(seq))
+          .catch((err) => mesh.logger.warn({ err: String(err), seq }, 'the status seq could not be kept: it is kept with the next composition'));
         mesh.logger.debug({ seq, trigger, tookMs: composition.tookMs, machines: composition.machines.length }, 'status composed');
       })
       .catch((err) => {
