@@ -111,8 +111,9 @@ function origins(env: NodeJS.ProcessEnv, key: string): string[] {
 }
 
 /**
- * NATS_URL as a list: each comma-separated entry a `nats://`, `tls://`, `ws://` or `wss://` URL, or
- * a bare `host:port` (read as nats://), with a host and no path; duplicates are refused as typos.
+ * NATS_URL as a list: each comma-separated entry a `nats://` or `tls://` URL, or a bare `host:port`
+ * (read as nats://), with a host and no path; duplicates are refused as typos. The Node transport
+ * speaks NATS over TCP, so `ws://` is refused here rather than failing to connect.
  */
 function natsServers(env: NodeJS.ProcessEnv, key: string): string[] | undefined {
   const raw = env[key];
@@ -126,7 +127,7 @@ function natsServers(env: NodeJS.ProcessEnv, key: string): string[] | undefined 
     } catch {
       parsed = undefined;
     }
-    if (!parsed || !['nats:', 'tls:', 'ws:', 'wss:'].includes(parsed.protocol) || !parsed.hostname || !['', '/'].includes(parsed.pathname) || parsed.search) {
+    if (!parsed || !['nats:', 'tls:'].includes(parsed.protocol) || !parsed.hostname || !['', '/'].includes(parsed.pathname) || parsed.search) {
       throw new ConfigError(`${key} must list NATS servers such as nats://10.0.0.1:4222, comma-separated, got ${JSON.stringify(entry)}`);
     }
     if (seen.has(server)) throw new ConfigError(`${key} lists ${JSON.stringify(server)} twice`);

@@ -34,6 +34,7 @@ describe('NATS_URL and MESH_KV_REPLICAS', () => {
     ['NATS_URL', 'nats://10.0.0.1:4222,,nats://10.0.0.2:4222', /NATS_URL must list NATS servers.*""/],
     ['NATS_URL', 'http://10.0.0.1:4222', /NATS_URL must list NATS servers.*http:/],
     ['NATS_URL', 'nats://10.0.0.1:4222/path', /NATS_URL must list NATS servers/],
+    ['NATS_URL', 'ws://10.0.0.1:8080', /NATS_URL must list NATS servers.*ws:/],
     ['NATS_URL', 'nats://a:4222,nats://a:4222', /NATS_URL lists "nats:\/\/a:4222" twice/],
     ['MESH_KV_REPLICAS', '0', /MESH_KV_REPLICAS must be a number ≥ 1/],
     ['MESH_KV_REPLICAS', '2.5', /MESH_KV_REPLICAS must be a whole number from 1 to 5/],

@@ -91,8 +91,8 @@ async function untilLed(jsm: JetStreamManager, stream: string, replicas: number)
   while (Date.now() < deadline) {
     const info = await jsm.streams.info(stream).catch(() => undefined);
     const peers = info?.cluster?.replicas ?? [];
+    if (info && !info.cluster) return; // a single server: nothing to elect
     if (info?.cluster?.leader && peers.length === replicas - 1 && peers.every((p) => p.current)) return;
-    if (info && replicas === 1 && !info.cluster?.replicas?.length && info.cluster?.leader !== '') return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
