@@ -3,10 +3,10 @@ import { byName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import { type CallsMesh, countRunningCalls } from '../calls/records.js';
 import { countHandActsThisWeek, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
-import { machineState } from '../machines/machines.js';
 import { readTiers } from '../plans/plan.js';
-import { listHoldings } from '../seats/holdings.js';
-import type { Composition, HolderStatus, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from './composition.js';
+import { type Holding, listHoldings } from '../seats/holdings.js';
+import type { Composition, PlanStatus, RepeatedCauseStatus } from './composition.js';
+import { type MachineRow, MeshView } from './incremental.js';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -55,36 +55,70 @@ export interface ComposeInput {
   trigger: string;
   heartbeatSeconds: number;
   sources: CompositionSources;
+  /** The instant states are judged at; now when absent (a test composes two ways at one instant). */
+  now?: Date;
 }
 
-/** The module a serving replica holds the controller's own seat as, in a composition. */
-const GATEWAY_MODULE = 'mesh-gateway';
-
 /**
- * Every machine with its running modules, aggregated to one JSON value by Postgres: parsing one
+ * Machines with their running modules, aggregated to one JSON value by Postgres: parsing one
  * value costs a fraction of parsing a row per machine. Modules are grouped in one pass over the
  * assignments (a join, not a lookup per machine), and both lists are sorted here, by code unit, as
  * holdings are: Postgres's collation costs more than the sort. Instants come back as ISO strings.
+ * Every machine, or those named (one array parameter however many).
  */
-async function machineRows(db: Db): Promise<{ name: string; site: string | null; lastHeardAt: string; modules: string[] }[]> {
+async function machineRows(db: Db, names?: readonly string[]): Promise<MachineRow[]> {
+  const only = names ? sql`where m.name = any(${[...names]}::text[])` : sql``;
+  const onlyRunning = names ? sql`and machine = any(${[...names]}::text[])` : sql``;
   const { rows } = await sql<{ machines: [string, string | null, string, string[]][] }>`
     select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, coalesce(a.modules, '[]'::json))), '[]'::json) as machines
       from machine m
-      left join (select machine, json_agg(module) as modules from assignment where running group by machine) a on a.machine = m.name`.execute(db);
+      left join (select machine, json_agg(module) as modules from assignment where running ${onlyRunning} group by machine) a on a.machine = m.name
+      ${only}`.execute(db);
   return rows[0]!.machines
     .map(([name, site, lastHeardAt, modules]) => ({ name, site, lastHeardAt, modules: modules.sort() }))
     .sort((a, b) => byName(a.name, b.name));
+}
+
+/** The holdings of the machines named are read this many machines a statement (two parameters each). */
+export const TOUCHED_HOLDINGS_CHUNK = 5_000;
+
+/** A composition and the view of the mesh it was made from, for the next one to start from. */
+export interface Composed {
+  composition: Composition;
+  view: MeshView;
+}
+
+/** The parts of a composition not kept in the view: open plans, calls and hand-acts, read again each time. */
+async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, started: number, plans?: PlanStatus[]): Promise<Composition> {
+  const openNow = plans ?? (await openPlans(db));
+  const callsRunning = await input.sources.callsRunning();
+  const handActs = await input.sources.handActsSince(new Date(now.getTime() - HAND_ACT_WEEK_MS));
+  const seatStatuses = view.seats(input.controller, input.servingReplica);
+  return Object.freeze({
+    seq: input.seq,
+    controller: input.controller,
+    composedAt: now.toISOString(),
+    tookMs: Math.round((performance.now() - started) * 100) / 100,
+    trigger: input.trigger,
+    machines: view.machines(now.getTime(), input.heartbeatSeconds),
+    seats: seatStatuses,
+    unheldSeats: seatStatuses.filter((s) => !s.held).map((s) => s.name),
+    callsRunning,
+    handActsThisWeek: handActs.count,
+    repeatedCauses: handActs.repeatedCauses,
+    plans: openNow,
+  });
 }
 
 /**
  * Composes the whole mesh at one instant with four SQL statements whatever its size, on two
  * connections at once: machines with their running modules (each machine read once); and every
  * holding (`listHoldings`: recorded, else derived), seat names and open plans. Holdings are joined
- * to machines and seats in memory. The value is frozen.
+ * to machines and seats in memory (`MeshView`). The value is frozen.
  */
-export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Composition> {
+export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise<Composed> {
   const started = performance.now();
-  const now = new Date();
+  const now = input.now ?? new Date();
   const [machines, { holdings, seats, plans }] = await Promise.all([
     db.connection().execute((conn) => machineRows(conn)),
     db.connection().execute(async (conn) => {
@@ -95,49 +129,39 @@ export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Comp
       };
     }),
   ]);
-  const callsRunning = await input.sources.callsRunning();
-  const handActs = await input.sources.handActsSince(new Date(now.getTime() - HAND_ACT_WEEK_MS));
-  const byMachine = new Map<string, MachineStatus['holdings']>();
-  const bySeat = new Map<string, HolderStatus[]>();
-  for (const h of holdings) {
-    let ofMachine = byMachine.get(h.machine);
-    if (!ofMachine) byMachine.set(h.machine, (ofMachine = []));
-    ofMachine.push({ seat: h.seat, module: h.module, derived: h.derived });
-    let ofSeat = bySeat.get(h.seat);
-    if (!ofSeat) bySeat.set(h.seat, (ofSeat = []));
-    ofSeat.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
+  const view = MeshView.of(
+    machines,
+    holdings,
+    seats.map((s) => s.name),
+  );
+  return { composition: await finish(db, view, input, now, started, plans), view };
+}
+
+/** The full composition alone (`composeFully`). */
+export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Composition> {
+  return (await composeFully(db, input)).composition;
+}
+
+/**
+ * Composes from the view of the last composition: the machines `touched` are read again (their
+ * rows in one statement, their holdings in one per TOUCHED_HOLDINGS_CHUNK, on two connections at
+ * once) and swapped into the view, open plans are read again; every other machine and seat is
+ * carried over, its state judged again at this instant. The view is changed in place.
+ */
+export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touched: readonly string[], input: ComposeInput): Promise<Composition> {
+  const started = performance.now();
+  const now = input.now ?? new Date();
+  if (touched.length) {
+    const [rows, holdings] = await Promise.all([
+      db.connection().execute((conn) => machineRows(conn, touched)),
+      db.connection().execute(async (conn) => {
+        const all: Holding[] = [];
+        for (let i = 0; i < touched.length; i += TOUCHED_HOLDINGS_CHUNK)
+          all.push(...(await listHoldings(conn, { machines: touched.slice(i, i + TOUCHED_HOLDINGS_CHUNK) })));
+        return all;
+      }),
+    ]);
+    view.replace(touched, rows, holdings);
   }
-  const machineStatuses: MachineStatus[] = machines.map((m) => {
-    const lastHeardAt = new Date(m.lastHeardAt);
-    return {
-      name: m.name,
-      site: m.site,
-      state: machineState(lastHeardAt, now, input.heartbeatSeconds),
-      lastHeardAt: lastHeardAt.toISOString(),
-      modules: m.modules,
-      holdings: byMachine.get(m.name) ?? [],
-    };
-  });
-  // The controller's own seat is held by the replica composing, whatever the store records.
-  if (input.servingReplica && !bySeat.get(input.controller)?.length) {
-    bySeat.set(input.controller, [{ machine: input.servingReplica, module: GATEWAY_MODULE, site: null, derived: true }]);
-  }
-  const seatStatuses: SeatStatus[] = seats.map(({ name }) => {
-    const holders = bySeat.get(name) ?? [];
-    return { name, held: holders.length > 0, holders };
-  });
-  return Object.freeze({
-    seq: input.seq,
-    controller: input.controller,
-    composedAt: now.toISOString(),
-    tookMs: Math.round((performance.now() - started) * 100) / 100,
-    trigger: input.trigger,
-    machines: machineStatuses,
-    seats: seatStatuses,
-    unheldSeats: seatStatuses.filter((s) => !s.held).map((s) => s.name),
-    callsRunning,
-    handActsThisWeek: handActs.count,
-    repeatedCauses: handActs.repeatedCauses,
-    plans,
-  });
+  return finish(db, view, input, now, started);
 }

@@ -10,9 +10,10 @@ import type { MeshEvents } from '../events.js';
 import type { HandActLog } from '../hand-acts/hand-acts.js';
 import { nextStateChangeAt } from '../machines/machines.js';
 import type { Leases } from '../replicas/leases.js';
-import { type CompositionSources, compose, meshSources } from './compose.js';
+import { type CompositionSources, meshSources } from './compose.js';
 import type { Composition, StatusFeed } from './composition.js';
 import { publishComposition } from './feed.js';
+import { type ComposeStep, composeStep, POKE_MACHINES_MAX, readPoke, type Step } from './step.js';
 
 /** At most one composition starts per this many ms (4 a second) however much news arrives. */
 export const COMPOSE_MIN_GAP_MS = 250;
@@ -63,16 +64,23 @@ export type ComposerMesh = CallsMesh &
 
 export interface ComposerStats {
   compositions: number;
+  /** Of them, composed from the whole store (start, takeover, every minute, changes news does not make). */
+  full: number;
+  /** Of them, composed from the last one and the machines news named. */
+  incremental: number;
   failures: number;
   lastTookMs: number | undefined;
   lastSeq: number;
 }
 
 export interface Composer {
-  /** Asks for a composition on this replica (when it serves), coalesced with any already asked. */
-  request(trigger: string): void;
+  /**
+   * Asks for a composition on this replica (when it serves), coalesced with any already asked;
+   * `machines` are those news wrote (trigger `news`), which an incremental composition re-reads.
+   */
+  request(trigger: string, machines?: readonly string[]): void;
   /** Asks the serving replica, wherever it is, for a composition (over `<subjects>.compose`). */
-  poke(trigger: string): void;
+  poke(trigger: string, machines?: readonly string[]): void;
   serving(): boolean;
   /** Whether a composition is being composed right now. */
   composing(): boolean;
@@ -105,7 +113,8 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   const feed = deps.feed ?? mesh.status;
   const lease = deps.lease ?? mesh.leases;
   const sources = deps.sources ?? meshSources(mesh);
-  const stats: ComposerStats = { compositions: 0, failures: 0, lastTookMs: undefined, lastSeq: 0 };
+  const stats: ComposerStats = { compositions: 0, full: 0, incremental: 0, failures: 0, lastTookMs: undefined, lastSeq: 0 };
+  const step: ComposeStep = composeStep(mesh.db);
   const triggers = new Set<string>();
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -133,6 +142,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   const run = () => {
     const trigger = [...triggers].join(',');
     triggers.clear();
+    const taken: Step = step.take();
     lastStart = Date.now();
     composedOnce = true;
     let seq = 0;
@@ -143,7 +153,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         // The gap is kept between the instants compositions are composed at (their composedAt),
         // not between requests: the seq read before it takes a varying few milliseconds.
         lastStart = Date.now();
-        return compose(mesh.db, {
+        return step.compose(taken, {
           seq,
           controller: mesh.config.controller,
           servingReplica: mesh.config.replica,
@@ -154,6 +164,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       })
       .then(async (composition) => {
         stats.compositions++;
+        stats[taken.full ? 'full' : 'incremental']++;
         stats.lastTookMs = composition.tookMs;
         await publishComposition(mesh.bus.nc, mesh.subjects.status, composition);
         awaitCrossing(composition);
@@ -162,6 +173,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       })
       .catch((err) => {
         stats.failures++;
+        step.forget(); // the next composition is a full one
         if (!isStoreUnavailable(err)) return mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
         // The last composition is still served from memory; this one is asked again shortly.
         mesh.logger.warn({ err: String(err), seq, trigger, retryInMs: COMPOSE_RETRY_MS }, 'composing the status failed: the store is unavailable');
@@ -192,40 +204,44 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     run();
   };
 
-  const request = (trigger: string) => {
+  const request = (trigger: string, machines?: readonly string[]) => {
     if (stopped || !lease.isServing()) return;
     triggers.add(trigger);
+    step.ask(trigger, machines);
     kick();
   };
 
   const pokes = new Set<string>();
+  const poked = new Set<string>();
   let pokeTimer: NodeJS.Timeout | undefined;
-  const poke = (trigger: string) => {
+  // The machines news named travel with the triggers, POKE_MACHINES_MAX a message.
+  const poke = (trigger: string, machines?: readonly string[]) => {
     if (stopped) return;
     pokes.add(trigger);
+    for (const m of machines ?? []) poked.add(m);
     pokeTimer ??= setTimeout(() => {
       pokeTimer = undefined;
-      const body = JSON.stringify({ triggers: [...pokes] });
+      const names = [...poked];
+      const asked = [...pokes];
       pokes.clear();
-      mesh.bus.nc.publish(composeSubject(mesh.subjects.root), body);
+      poked.clear();
+      const subject = composeSubject(mesh.subjects.root);
+      // `machines` is always sent, even empty: `news` without it (an older gateway's) asks a full composition.
+      for (let i = 0; i === 0 || i < names.length; i += POKE_MACHINES_MAX) {
+        mesh.bus.nc.publish(subject, JSON.stringify({ triggers: asked, machines: names.slice(i, i + POKE_MACHINES_MAX) }));
+      }
     }, POKE_GATHER_MS);
   };
 
   const pokeSub: Subscription = mesh.bus.nc.subscribe(composeSubject(mesh.subjects.root), {
     callback: (err, msg) => {
       if (err || !lease.isServing()) return;
-      let asked: unknown;
-      try {
-        asked = msg.json<{ triggers?: unknown }>().triggers;
-      } catch {
-        asked = undefined;
-      }
-      const names = Array.isArray(asked) ? asked.filter((t): t is string => typeof t === 'string' && /^[a-z-]{1,40}$/.test(t)).slice(0, 10) : [];
-      for (const t of names.length ? names : ['asked']) request(t);
+      const { triggers: names, machines } = readPoke(msg.data);
+      for (const t of names) request(t, t === 'news' ? machines : undefined);
     },
   });
 
-  const onNews = (kind: 'machine' | 'build') => poke(kind === 'build' ? 'build' : 'news');
+  const onNews = (kind: 'machine' | 'build', machines?: readonly string[]) => (kind === 'build' ? poke('build') : poke('news', machines ?? []));
   const onActed = () => poke('acted');
   const onPlan = () => poke('plan');
   mesh.events.on('news', onNews);
@@ -241,6 +257,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     else {
       mesh.logger.warn({ replica: mesh.config.replica }, 'lost the serving lease: no longer composing');
       triggers.clear();
+      step.forget();
     }
   });
   if (lease.isServing()) took('start');
