@@ -1,8 +1,8 @@
-import { run as compose } from './compose.js';
+import { run as compose, run100k as compose100k } from './compose.js';
 import { run as fanout } from './fanout.js';
 
 // Each bench prints its figures; `npm run bench -- compose` runs one by name, no name runs them all.
-const BENCHES: Record<string, () => Promise<string>> = { compose, fanout };
+const BENCHES: Record<string, () => Promise<string>> = { compose, 'compose-100k': compose100k, fanout };
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of asked.length ? asked : Object.keys(BENCHES)) {
