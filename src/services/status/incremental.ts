@@ -129,11 +129,7 @@ export class MeshView {
       else this.entries[at] = entry;
     }
     if (removed) this.entries = this.entries.filter((e) => e !== undefined);
-    if (added.length)
-      this.entries = mergeByName(
-        this.entries,
-        added.sort((a, b) => byName(a.status.name, b.status.name)),
-      );
+    if (added.length) this.entries = mergeSorted(this.entries, added.sort(byEntryName), byEntryName);
     if (removed || added.length) this.reindex();
     const arriving = new Map<string, HolderStatus[]>();
     for (const name of touched) {
@@ -144,9 +140,12 @@ export class MeshView {
       }
     }
     for (const seat of seats) {
-      const kept = (this.holders.get(seat) ?? []).filter((h) => !touched.has(h.machine));
-      kept.push(...(arriving.get(seat) ?? []));
-      kept.sort(byHolder);
+      // A seat may have 100,000 holders: the kept ones stay in order, only those arriving are sorted.
+      const kept = mergeSorted(
+        (this.holders.get(seat) ?? []).filter((h) => !touched.has(h.machine)),
+        (arriving.get(seat) ?? []).sort(byHolder),
+        byHolder,
+      );
       if (kept.length) this.holders.set(seat, kept);
       else this.holders.delete(seat);
       const at = this.seatIndex.get(seat);
@@ -154,17 +153,30 @@ export class MeshView {
     }
   }
 
-  /** Every machine judged UP, LATE or SILENT at `nowMs`; a machine whose state did not change keeps its object. */
+  /**
+   * Every machine judged UP, LATE or SILENT at `nowMs`; a machine whose state did not change keeps
+   * its object. The same pass finds the earliest instant one will change by age alone (`crossingMs`).
+   */
   machines(nowMs: number, heartbeatSeconds: number): MachineStatus[] {
     const out = new Array<MachineStatus>(this.entries.length);
+    const lateMs = LATE_AFTER_INTERVALS * heartbeatSeconds * 1000;
+    const silentMs = SILENT_AFTER_INTERVALS * heartbeatSeconds * 1000;
+    let earliest = Number.POSITIVE_INFINITY;
     for (let i = 0; i < this.entries.length; i++) {
       const entry = this.entries[i]!;
       const state = stateAt(entry.heardMs, nowMs, heartbeatSeconds);
       if (state !== entry.status.state) entry.status = { ...entry.status, state };
       out[i] = entry.status;
+      // As nextStateChangeAt: the LATE boundary until it is passed, then the SILENT one, then none.
+      const next = nowMs <= entry.heardMs + lateMs ? entry.heardMs + lateMs : nowMs <= entry.heardMs + silentMs ? entry.heardMs + silentMs : undefined;
+      if (next !== undefined && next < earliest) earliest = next;
     }
+    this.crossingMs = earliest === Number.POSITIVE_INFINITY ? undefined : earliest;
     return out;
   }
+
+  /** After `machines`: when the earliest machine next changes state by age alone; undefined when none will. */
+  crossingMs: number | undefined;
 
   /** Every seat, its holders; the controller's own seat held by the composing replica when nothing else holds it. */
   seats(controller: string, servingReplica: string | undefined): SeatStatus[] {
@@ -179,13 +191,16 @@ export class MeshView {
 
 const seatStatus = (name: string, holders: HolderStatus[]): SeatStatus => ({ name, held: holders.length > 0, holders });
 
-/** Two lists sorted by machine name merged into one, in one pass. */
-function mergeByName(a: readonly Entry[], b: readonly Entry[]): Entry[] {
-  const out: Entry[] = [];
+/** Two lists sorted by `order` merged into one, in one pass. */
+function mergeSorted<T>(a: T[], b: readonly T[], order: (x: T, y: T) => number): T[] {
+  if (b.length === 0) return a;
+  const out: T[] = [];
   let i = 0;
   let j = 0;
-  while (i < a.length && j < b.length) out.push(byName(a[i]!.status.name, b[j]!.status.name) <= 0 ? a[i++]! : b[j++]!);
+  while (i < a.length && j < b.length) out.push(order(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!);
   while (i < a.length) out.push(a[i++]!);
   while (j < b.length) out.push(b[j++]!);
   return out;
 }
+
+const byEntryName = (a: Entry, b: Entry): number => byName(a.status.name, b.status.name);

@@ -58,6 +58,8 @@ export interface ComposeStep {
   ask(trigger: string, machines?: readonly string[]): void;
   take(): Step;
   compose(step: Step, input: ComposeInput): Promise<Composition>;
+  /** When a machine of the last composition next crosses LATE or SILENT, found while composing it; undefined when none will or it failed. */
+  crossing(): Date | undefined;
   forget(): void;
 }
 
@@ -96,6 +98,10 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
         return composed.composition;
       }
       return composeIncrementally(db, view, step.machines, input);
+    },
+    crossing() {
+      const at = view?.crossingMs;
+      return at === undefined ? undefined : new Date(at);
     },
     forget() {
       view = undefined;
