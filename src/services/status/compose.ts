@@ -4,9 +4,9 @@ import type { DB } from '../../store/tables.js';
 import { type CallsMesh, countRunningCalls } from '../calls/records.js';
 import { countHandActsThisWeek, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
 import { readTiers } from '../plans/plan.js';
-import { type Holding, listHoldings } from '../seats/holdings.js';
+import { listHoldings } from '../seats/holdings.js';
 import type { Composition, PlanStatus, RepeatedCauseStatus } from './composition.js';
-import { type MachineRow, MeshView } from './incremental.js';
+import { type MachineRow, MeshView, type TouchedRow } from './incremental.js';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -64,23 +64,38 @@ export interface ComposeInput {
  * value costs a fraction of parsing a row per machine. Modules are grouped in one pass over the
  * assignments (a join, not a lookup per machine), and both lists are sorted here, by code unit, as
  * holdings are: Postgres's collation costs more than the sort. Instants come back as ISO strings.
- * Every machine, or those named (one array parameter however many).
  */
-async function machineRows(db: Db, names?: readonly string[]): Promise<MachineRow[]> {
-  const only = names ? sql`where m.name = any(${[...names]}::text[])` : sql``;
-  const onlyRunning = names ? sql`and machine = any(${[...names]}::text[])` : sql``;
+async function machineRows(db: Db): Promise<MachineRow[]> {
   const { rows } = await sql<{ machines: [string, string | null, string, string[]][] }>`
     select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, coalesce(a.modules, '[]'::json))), '[]'::json) as machines
       from machine m
-      left join (select machine, json_agg(module) as modules from assignment where running ${onlyRunning} group by machine) a on a.machine = m.name
-      ${only}`.execute(db);
+      left join (select machine, json_agg(module) as modules from assignment where running group by machine) a on a.machine = m.name`.execute(db);
   return rows[0]!.machines
     .map(([name, site, lastHeardAt, modules]) => ({ name, site, lastHeardAt, modules: modules.sort() }))
     .sort((a, b) => byName(a.name, b.name));
 }
 
-/** The holdings of the machines named are read this many machines a statement (two parameters each). */
-export const TOUCHED_HOLDINGS_CHUNK = 5_000;
+/**
+ * The machines named, for an incremental composition, in one statement: each row with its running
+ * modules and their claims and its holdings on record (index lookups per machine: the full
+ * holdings query would hash every seat and holding however few machines are asked).
+ */
+async function touchedRows(db: Db, names: readonly string[]): Promise<TouchedRow[]> {
+  const { rows } = await sql<{ machines: [string, string | null, string, [string, string[]][] | null, [string, string][] | null][] }>`
+    select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, a.running, h.recorded)), '[]'::json) as machines
+      from machine m
+      left join lateral (select json_agg(json_build_array(x.module, x.claims)) as running from assignment x where x.machine = m.name and x.running) a on true
+      left join lateral (select json_agg(json_build_array(r.seat, r.module)) as recorded from seat_holding r where r.machine = m.name) h on true
+     where m.name = any(${[...names]}::text[])`.execute(db);
+  return rows[0]!.machines.map(([name, site, lastHeardAt, running, recorded]) => ({
+    name,
+    site,
+    lastHeardAt,
+    modules: (running ?? []).map(([module]) => module).sort(),
+    claims: running ?? [],
+    recorded: recorded ?? [],
+  }));
+}
 
 /** A composition and the view of the mesh it was made from, for the next one to start from. */
 export interface Composed {
@@ -124,7 +139,12 @@ export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise
     db.connection().execute(async (conn) => {
       return {
         holdings: await listHoldings(conn),
-        seats: await conn.selectFrom('seat').select('name').orderBy('name').execute(),
+        // With their aliases, which an incremental composition resolves claims by.
+        seats: await conn
+          .selectFrom('seat')
+          .select(['name', sql<string[] | null>`(select json_agg(a.alias) from seat_alias a where a.seat = seat.name)`.as('aliases')])
+          .orderBy('name')
+          .execute(),
         plans: await openPlans(conn),
       };
     }),
@@ -133,6 +153,7 @@ export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise
     machines,
     holdings,
     seats.map((s) => s.name),
+    seats.flatMap((s) => (s.aliases ?? []).map((alias): [string, string] => [alias, s.name])),
   );
   return { composition: await finish(db, view, input, now, started, plans), view };
 }
@@ -151,17 +172,7 @@ export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Comp
 export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touched: readonly string[], input: ComposeInput): Promise<Composition> {
   const started = performance.now();
   const now = input.now ?? new Date();
-  if (touched.length) {
-    const [rows, holdings] = await Promise.all([
-      db.connection().execute((conn) => machineRows(conn, touched)),
-      db.connection().execute(async (conn) => {
-        const all: Holding[] = [];
-        for (let i = 0; i < touched.length; i += TOUCHED_HOLDINGS_CHUNK)
-          all.push(...(await listHoldings(conn, { machines: touched.slice(i, i + TOUCHED_HOLDINGS_CHUNK) })));
-        return all;
-      }),
-    ]);
-    view.replace(touched, rows, holdings);
-  }
-  return finish(db, view, input, now, started);
+  const [rows, plans] = await Promise.all([touched.length ? touchedRows(db, touched) : [], openPlans(db)]);
+  view.replaceTouched(touched, rows);
+  return finish(db, view, input, now, started, plans);
 }

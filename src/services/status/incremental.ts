@@ -11,6 +11,17 @@ export interface MachineRow {
   modules: string[];
 }
 
+/** A holding as a composition needs it. */
+type Held = Pick<Holding, 'seat' | 'machine' | 'module' | 'site' | 'derived'>;
+
+/** One machine as the incremental read answers it: its row, every running module with its claims, its holdings on record. */
+export interface TouchedRow extends MachineRow {
+  /** Running modules and the seat names or aliases each claims. */
+  claims: [module: string, claims: string[]][];
+  /** Holdings on record: seat and module. */
+  recorded: [seat: string, module: string][];
+}
+
 /** The module a serving replica holds the controller's own seat as, in a composition. */
 const GATEWAY_MODULE = 'mesh-gateway';
 
@@ -27,8 +38,8 @@ interface Entry {
   heardMs: number;
 }
 
-const holdingsOf = (holdings: readonly Holding[]): Map<string, Holding[]> => {
-  const byMachine = new Map<string, Holding[]>();
+const holdingsOf = (holdings: readonly Held[]): Map<string, Held[]> => {
+  const byMachine = new Map<string, Held[]>();
   for (const h of holdings) {
     const of = byMachine.get(h.machine);
     if (of) of.push(h);
@@ -55,10 +66,22 @@ export class MeshView {
   private holders = new Map<string, HolderStatus[]>();
   private seatIndex = new Map<string, number>();
   private seatStatuses: SeatStatus[] = [];
+  /** Each seat name or alias, and the seats it names (a claim's key, as listHoldings resolves it). */
+  private keys = new Map<string, string[]>();
+  /** Seats with a holding on record: never derived. Only acting verbs change them (a full composition follows). */
+  private recordedSeats = new Set<string>();
 
   /** The view of a full read: every machine (by name), every holding (by seat, machine, module), seat names in the store's order. */
-  static of(machines: readonly MachineRow[], holdings: readonly Holding[], seatNames: readonly string[]): MeshView {
+  static of(
+    machines: readonly MachineRow[],
+    holdings: readonly Held[],
+    seatNames: readonly string[],
+    aliases: readonly [alias: string, seat: string][],
+  ): MeshView {
     const view = new MeshView();
+    for (const name of seatNames) view.keys.set(name, [name]);
+    for (const [alias, seat] of aliases) view.keys.set(alias, [...(view.keys.get(alias) ?? []), seat]);
+    for (const h of holdings) if (!h.derived) view.recordedSeats.add(h.seat);
     const byMachine = holdingsOf(holdings);
     view.entries = machines.map((row) => view.entry(row, byMachine.get(row.name) ?? []));
     view.reindex();
@@ -83,7 +106,7 @@ export class MeshView {
     return this.entries.length;
   }
 
-  private entry(row: MachineRow, holdings: readonly Holding[]): Entry {
+  private entry(row: MachineRow, holdings: readonly Held[]): Entry {
     const heard = new Date(row.lastHeardAt);
     return {
       heardMs: heard.getTime(),
@@ -103,7 +126,7 @@ export class MeshView {
    * gone) and all their holdings. Seats whose holders involve them are rebuilt; a machine new to
    * the view is merged into the name order.
    */
-  replace(names: Iterable<string>, rows: readonly MachineRow[], holdings: readonly Holding[]): void {
+  replace(names: Iterable<string>, rows: readonly MachineRow[], holdings: readonly Held[]): void {
     const rowOf = new Map(rows.map((r) => [r.name, r]));
     const byMachine = holdingsOf(holdings);
     const touched = new Set(names);
@@ -151,6 +174,31 @@ export class MeshView {
       const at = this.seatIndex.get(seat);
       if (at !== undefined) this.seatStatuses[at] = seatStatus(seat, kept);
     }
+  }
+
+  /**
+   * Replaces the machines `names` from what the incremental read answered: their holdings are those
+   * on record plus, for a seat with none on record, each running module whose claims name the seat
+   * or one of its aliases — listHoldings's rule, applied in memory to the seats and aliases of the
+   * full read. Sorted as listHoldings sorts them.
+   */
+  replaceTouched(names: readonly string[], rows: readonly TouchedRow[]): void {
+    const holdings: Held[] = [];
+    for (const row of rows) {
+      for (const [seat, module] of row.recorded) holdings.push({ seat, machine: row.name, module, site: row.site, derived: false });
+      for (const [module, claims] of row.claims) {
+        const seen = new Set<string>();
+        for (const claim of claims) {
+          for (const seat of this.keys.get(claim) ?? []) {
+            if (this.recordedSeats.has(seat) || seen.has(seat)) continue;
+            seen.add(seat);
+            holdings.push({ seat, machine: row.name, module, site: row.site, derived: true });
+          }
+        }
+      }
+    }
+    holdings.sort((a, b) => byName(a.seat, b.seat) || byName(a.machine, b.machine) || byName(a.module, b.module));
+    this.replace(names, rows, holdings);
   }
 
   /**
