@@ -193,6 +193,18 @@ describe('on a running gateway', () => {
     expectSame(seen, full);
   });
 
+  test('a request naming no machines, or names that are not names, makes a full composition (news of an older gateway, a hostile body)', async () => {
+    const subject = `${env.subjects}.compose`;
+    for (const body of [{ triggers: ['news'] }, { triggers: ['news'], machines: ['not.a.name'] }, { triggers: ['news'], machines: 'inc-1' }]) {
+      const fullBefore = gw.composer.stats.full;
+      agent.nc.publish(subject, JSON.stringify(body));
+      await eventually(() => gw.composer.stats.full > fullBefore, `a full composition after ${JSON.stringify(body)}`);
+    }
+    const incrementalBefore = gw.composer.stats.incremental;
+    agent.nc.publish(subject, JSON.stringify({ triggers: ['news'], machines: ['inc-1', 'inc-2'] }));
+    await eventually(() => gw.composer.stats.incremental > incrementalBefore, 'an incremental composition');
+  });
+
   test('an acting verb makes the next composition a full one', async () => {
     const fullBefore = gw.composer.stats.full;
     gw.composer.poke('acted');
