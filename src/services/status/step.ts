@@ -92,9 +92,10 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
     async compose(step, input) {
       if (step.full || !view) {
         view = undefined;
+        const startedAt = now(); // from its start: the minute's full composition is not followed by a second one
         const composed = await composeFully(db, input);
         view = composed.view;
-        lastFullAt = now();
+        lastFullAt = startedAt;
         return composed.composition;
       }
       return composeIncrementally(db, view, step.machines, input);
