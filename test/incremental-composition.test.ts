@@ -205,6 +205,27 @@ describe('on a running gateway', () => {
     await eventually(() => gw.composer.stats.incremental > incrementalBefore, 'an incremental composition');
   });
 
+  test('news another replica wrote reaches the serving replica with its machine names; only the serving one composes', async () => {
+    const other = await startTestGateway(env.env);
+    try {
+      await eventually(() => other.mesh.status.current(), 'a composition on the second replica');
+      expect(other.composer.serving()).toBe(false);
+      const incrementalBefore = gw.composer.stats.incremental;
+      // Written as the other replica's ingest writes a batch, then handed to the composer as its ingest hands it.
+      await recordHeartbeats(other.mesh.db, [{ machine: 'via-other', site: 'eu-2', modules: ['broker'], claims: { broker: ['queue'] }, at: new Date() }]);
+      other.mesh.events.emit('news', 'machine', ['via-other']);
+      const seen = await eventually(() => {
+        const c = other.mesh.status.current()!;
+        return c.machines.some((m) => m.name === 'via-other') ? c : undefined;
+      }, 'the machine in a composition on the second replica');
+      expect(gw.composer.stats.incremental).toBeGreaterThan(incrementalBefore);
+      expect(other.composer.stats.compositions).toBe(0);
+      expect(seen.seats.find((s) => s.name === 'queue')?.holders.some((h) => h.machine === 'via-other' && h.site === 'eu-2')).toBe(true);
+    } finally {
+      await other.stop();
+    }
+  });
+
   test('an acting verb makes the next composition a full one', async () => {
     const fullBefore = gw.composer.stats.full;
     gw.composer.poke('acted');
