@@ -34,6 +34,7 @@ export const CROSSING_SLACK_MS = 5;
 /**
  * The earliest instant after a composition at which a machine of it changes state by heartbeat
  * age alone (UP → LATE, LATE → SILENT); undefined when none will. One pass over the machines.
+ * The composer takes the same instant from its composing pass (`MeshView.crossingMs`), cheaper.
  */
 export function nextCrossing(composition: Composition, heartbeatSeconds: number): Date | undefined {
   const now = new Date(composition.composedAt);
@@ -106,7 +107,8 @@ export const composeSubject = (root: string): string => `${root}.compose`;
  * `<subjects>.compose` (every replica forwards its news, acting verbs and plan changes there),
  * and every COMPOSE_EVERY_MS. Requests are coalesced: at most one composition in flight, at most
  * one started per COMPOSE_MIN_GAP_MS, and the triggers gathered meanwhile make the next one's
- * trigger. The seq continues from the highest heard on `<subjects>.status` or kept under SEQ_KEY,
+ * trigger. Each composition is full or incremental, as `step.ts` chooses (docs/status.md).
+ * The seq continues from the highest heard on `<subjects>.status` or kept under SEQ_KEY,
  * so it only grows, across replicas and across a stop of them all.
  */
 export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lease?: ServingLease; sources?: CompositionSources } = {}): Composer {

@@ -102,10 +102,6 @@ export class MeshView {
     for (let i = 0; i < this.entries.length; i++) this.index.set(this.entries[i]!.status.name, i);
   }
 
-  get size(): number {
-    return this.entries.length;
-  }
-
   private entry(row: MachineRow, holdings: readonly Held[]): Entry {
     const heard = new Date(row.lastHeardAt);
     return {
