@@ -164,10 +164,11 @@ export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Comp
 }
 
 /**
- * Composes from the view of the last composition: the machines `touched` are read again (their
- * rows in one statement, their holdings in one per TOUCHED_HOLDINGS_CHUNK, on two connections at
- * once) and swapped into the view, open plans are read again; every other machine and seat is
- * carried over, its state judged again at this instant. The view is changed in place.
+ * Composes from the view of the last composition: the machines `touched` are read again (rows,
+ * running modules with their claims, holdings on record: one statement) beside the open plans
+ * (one more, at once), their derived holdings worked out by the view, and swapped into it; every
+ * other machine and seat is carried over, its state judged again at this instant. The view is
+ * changed in place.
  */
 export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touched: readonly string[], input: ComposeInput): Promise<Composition> {
   const started = performance.now();
