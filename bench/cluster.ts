@@ -8,7 +8,7 @@ import { migrateToLatest } from '../src/store/migrate.js';
 import { type ChildGateway, spawnGateway } from '../test/fixtures/child.js';
 import { startNatsCluster } from '../test/fixtures/nats-cluster.js';
 import { startNatsServer } from '../test/fixtures/nats-server.js';
-import { MACHINES, seed } from './compose.js';
+import { MESH_10K, seed } from './compose.js';
 import { type Clients, startClients } from './fanout.js';
 
 // The clustered path beside the single node, in one run: two gateways per NATS (the serving one
@@ -84,7 +84,7 @@ async function setUp(name: string, natsUrls: [string, string], agentUrl: string,
     await waitFor(() => serving.output().includes(TOOK_LEASE), 'the serving lease', 30_000);
     gateways.push(await spawnGateway({ ...env, NATS_URL: natsUrls[1] }, 120_000));
     for (const g of gateways) clients.push(await startClients(g.url.replace(/^http/, 'ws'), SUBSCRIBERS / 2, CHANGES));
-    log(`${name}: ${MACHINES} machines seeded, 2 gateways (MESH_KV_REPLICAS=${replicas}), ${SUBSCRIBERS} statusChanges subscribers`);
+    log(`${name}: ${MESH_10K.machines} machines seeded, 2 gateways (MESH_KV_REPLICAS=${replicas}), ${SUBSCRIBERS} statusChanges subscribers`);
     return { name, nc, gateways, clients, subjects, controller, stop };
   } catch (error) {
     await stop();

@@ -11,23 +11,48 @@ import { newsStreamName } from '../src/bus/news-stream.js';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
 import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
+import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { compiledCatalogue } from '../src/services/seats/catalogue.js';
 import { listHoldings } from '../src/services/seats/holdings.js';
 import { seedSeats } from '../src/services/seats/seeding.js';
-import { type CompositionSources, compose } from '../src/services/status/compose.js';
-import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composer.js';
+import { type CompositionSources, compose, composeFully, composeIncrementally } from '../src/services/status/compose.js';
+import { COMPOSE_MIN_GAP_MS, nextCrossing } from '../src/services/status/composer.js';
 import { encodeComposition } from '../src/services/status/feed.js';
+import { INCREMENTAL_TRIGGERS } from '../src/services/status/step.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 
+/** A mesh to bench: machines over SITES sites each running two modules, seats, recorded holdings per machine. */
+interface MeshSize {
+  machines: number;
+  seats: number;
+  /** Holdings on record per machine (each machine's `broker` also claims `queue`, a derived holding). */
+  recordedPerMachine: 1 | 2;
+  compositions: number;
+  newsRate: number;
+  newsSeconds: number;
+}
+
 // The mesh DESIGN.md's issue sizes the composer for.
-export const MACHINES = 10_000;
-const SEATS = 2_000;
-const HOLDINGS = 20_000;
+export const MESH_10K: MeshSize = {
+  machines: 10_000,
+  seats: 2_000,
+  recordedPerMachine: 2,
+  compositions: 21,
+  newsRate: Number(process.env.BENCH_NEWS_RATE ?? 25_000),
+  newsSeconds: Number(process.env.BENCH_NEWS_SECONDS ?? 6),
+};
+// Issue 14's mesh: 100,000 machines, 20,000 seats, 200,000 holdings (100,000 on record, 100,000
+// derived), every machine heartbeating every 10 s (10,000 a second).
+const MESH_100K: MeshSize = {
+  machines: 100_000,
+  seats: 20_000,
+  recordedPerMachine: 1,
+  compositions: 6,
+  newsRate: Number(process.env.BENCH_NEWS_RATE ?? 10_000),
+  newsSeconds: Number(process.env.BENCH_NEWS_SECONDS ?? 30),
+};
 const SITES = 20;
-const COMPOSITIONS = 21;
-const NEWS_RATE = Number(process.env.BENCH_NEWS_RATE ?? 25_000);
-const NEWS_SECONDS = Number(process.env.BENCH_NEWS_SECONDS ?? 6);
 
 const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -49,7 +74,7 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
 }
 
 /** Publishes `rate` heartbeats a second for `seconds` across the machines, from its own process. */
-async function publisher(root: string, rate: number, seconds: number): Promise<void> {
+async function publisher(root: string, rate: number, seconds: number, machines: number): Promise<void> {
   const nc = await connect({ servers: NATS_URL });
   const slice = 10;
   const perSlice = Math.ceil((rate * slice) / 1000);
@@ -58,7 +83,7 @@ async function publisher(root: string, rate: number, seconds: number): Promise<v
   let sent = 0;
   let i = 0;
   while (sent < total) {
-    for (let k = 0; k < perSlice && sent < total; k++, sent++, i = (i + 1) % MACHINES) {
+    for (let k = 0; k < perSlice && sent < total; k++, sent++, i = (i + 1) % machines) {
       const machine = `m-${i}`;
       nc.publish(
         `${root}.news.machine.${machine}`,
@@ -76,7 +101,9 @@ async function publisher(root: string, rate: number, seconds: number): Promise<v
 }
 
 /** Seeds the mesh in a few statements: machines over SITES sites each running two modules, seats, holdings on record, a few open plans. */
-export async function seed(db: Awaited<ReturnType<typeof openStore>>) {
+export async function seed(db: Awaited<ReturnType<typeof openStore>>, size: MeshSize = MESH_10K) {
+  const { machines: MACHINES, seats: SEATS } = size;
+  const HOLDINGS = MACHINES * size.recordedPerMachine;
   await seedSeats(db, compiledCatalogue('bench-controller', CONTROLLER_VERBS));
   await sql`insert into machine (name, site, first_heard_at, last_heard_at, heartbeats)
             select 'm-' || i, 'site-' || (i % ${SITES}), now() - interval '1 day', now() - (i % 200) * interval '1 second', 100
@@ -88,14 +115,71 @@ export async function seed(db: Awaited<ReturnType<typeof openStore>>) {
             select 'seat-' || i, 'site', 'bench', 'bench', true from generate_series(0, ${SEATS - 1}) i`.execute(db);
   // Each machine's two modules hold one seat each: HOLDINGS recorded holdings, HOLDINGS / SEATS holders a seat.
   await sql`insert into seat_holding (seat, machine, module, scope)
-            select 'seat-' || ((i * 2 + k) % ${SEATS}), 'm-' || i, case when k = 0 then 'broker' else 'web' end, 'site'
+            select 'seat-' || ((i * ${size.recordedPerMachine} + k) % ${SEATS}), 'm-' || i, case when k = 0 then 'broker' else 'web' end, 'site'
               from generate_series(0, ${MACHINES - 1}) i, generate_series(0, ${HOLDINGS / MACHINES - 1}) k`.execute(db);
   await sql`insert into plan (id, seat, build, tiers, state, opened_at)
             select 'plan-' || i, 'seat-' || i, 'b-' || i, '[["m-1","m-2"],["m-3"]]'::jsonb, 'OPEN', now() from generate_series(1, 5) i`.execute(db);
   await sql`analyze`.execute(db);
 }
 
-export async function run(): Promise<string> {
+export const run = (): Promise<string> => runAt(MESH_10K);
+export const run100k = (): Promise<string> => runAt(MESH_100K);
+
+/** Incremental compositions after a batch of heartbeats over `touched` machines, against the full one at the same instant. */
+async function incrementalFigures(db: Awaited<ReturnType<typeof openStore>>, size: MeshSize, sources: CompositionSources, log: (line: string) => void) {
+  const input = (seq: number, now: Date) => ({ seq, controller: 'bench-controller', trigger: 'bench', heartbeatSeconds: 10, sources, now });
+  const first = performance.now();
+  const { view } = await composeFully(db, input(1, new Date()));
+  log(`full composition (the view an incremental one starts from): ${ms(performance.now() - first)}`);
+  for (const touched of [1, 100, 2_500, 10_000].filter((n) => n <= size.machines)) {
+    const took: number[] = [];
+    for (let r = 0; r < 5; r++) {
+      const at = new Date();
+      // Every tenth machine of the batch changes its modules (and so its derived holding): the rest only heartbeat.
+      await recordHeartbeats(
+        db,
+        Array.from({ length: touched }, (_, k) => {
+          const i = (r * 7919 + k * 37) % size.machines;
+          const changes = k % 10 === 0 && r % 2 === 0;
+          return {
+            machine: `m-${i}`,
+            site: `site-${i % SITES}`,
+            modules: changes ? ['web'] : ['broker', 'web'],
+            claims: changes ? ({} as Record<string, string[]>) : { broker: ['queue'] },
+            at,
+          };
+        }),
+      );
+      const names = Array.from({ length: touched }, (_, k) => `m-${(r * 7919 + k * 37) % size.machines}`);
+      const now = new Date();
+      const wall = performance.now();
+      const incremental = await composeIncrementally(db, view, names, input(r + 2, now));
+      took.push(performance.now() - wall);
+      if (r === 4) {
+        const full = await compose(db, input(r + 2, now));
+        const strip = (c: typeof full) => JSON.stringify({ ...c, seq: 0, composedAt: '', tookMs: 0, trigger: '' });
+        log(
+          `incremental after ${touched} machine(s) heard: median ${ms(median(took))} (min ${ms(Math.min(...took))}); equal to the full composition: ${strip(incremental) === strip(full)}`,
+        );
+      }
+    }
+  }
+  const crossing = performance.now();
+  const c = await compose(db, input(99, new Date()));
+  const composed = performance.now();
+  nextCrossing(c, 10);
+  const crossed = performance.now();
+  JSON.stringify(c);
+  log(
+    `around each composition: the LATE/SILENT crossing timer ${ms(crossed - composed)}; JSON.stringify of the whole composition ${ms(performance.now() - crossed)} (full compose ${ms(composed - crossing)})`,
+  );
+}
+
+async function runAt(size: MeshSize): Promise<string> {
+  const { machines: MACHINES, seats: SEATS, compositions: COMPOSITIONS } = size;
+  const HOLDINGS = MACHINES * size.recordedPerMachine;
+  const NEWS_RATE = size.newsRate;
+  const NEWS_SECONDS = size.newsSeconds;
   const name = `bench_compose_${randomBytes(4).toString('hex')}`;
   await admin((c) => c.query(`create database "${name}"`));
   const url = new URL(ADMIN_URL);
@@ -111,7 +195,7 @@ export async function run(): Promise<string> {
     const db = await openStore({ databaseUrl: url.toString(), dataDir: '.mesh', onQuery: () => statements++ });
     await migrateToLatest(db);
     const seeding = performance.now();
-    await seed(db);
+    await seed(db, size);
     log(
       `seeded ${MACHINES} machines (${SITES} sites, 2 modules each), ${SEATS} seats, ${HOLDINGS} holdings on record and ${MACHINES} derived, in ${ms(performance.now() - seeding)}`,
     );
@@ -121,7 +205,7 @@ export async function run(): Promise<string> {
     const walls: number[] = [];
     const encodes: number[] = [];
     const perComposition: number[] = [];
-    let size = 0;
+    let jsonBytes = 0;
     let parts = 0;
     for (let i = 0; i < COMPOSITIONS; i++) {
       statements = 0;
@@ -134,9 +218,10 @@ export async function run(): Promise<string> {
       encodes.push(performance.now() - composed);
       took.push(composition.tookMs);
       perComposition.push(statements);
-      size = Buffer.byteLength(JSON.stringify(composition));
+      jsonBytes = Buffer.byteLength(JSON.stringify(composition));
       parts = encoded.length;
     }
+    await incrementalFigures(db, size, sources, log);
     // Where a composition's time goes: the holdings read (listHoldings, 30,000 rows) on its own.
     const holdingsWall: number[] = [];
     const holdingsCpu: number[] = [];
@@ -153,7 +238,7 @@ export async function run(): Promise<string> {
     log(`of which listHoldings alone: median ${ms(median(holdingsWall))} wall, ${ms(median(holdingsCpu))} of Node CPU (row parsing and mapping)`);
     log(`SQL statements per composition: ${[...new Set(perComposition)].join(', ')}`);
     log(
-      `composition JSON ${(size / 1024 / 1024).toFixed(2)} MiB; framed for NATS (gzip, 1 MiB max_payload) in a median ${ms(median(encodes))} as ${parts} message(s)`,
+      `composition JSON ${(jsonBytes / 1024 / 1024).toFixed(2)} MiB; framed for NATS (gzip, 1 MiB max_payload) in a median ${ms(median(encodes))} as ${parts} message(s)`,
     );
 
     // News while composing: one gateway (serving, so composing) on this database, heartbeats from another process.
@@ -164,12 +249,15 @@ export async function run(): Promise<string> {
       const deadline = Date.now() + 30_000;
       while (!gateway.mesh.status.current() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const c0 = gateway.composer.stats.compositions;
+      const { full: full0, incremental: incremental0 } = gateway.composer.stats;
       const n0 = gateway.news.stats.ingested;
-      const seqs: { at: number; seq: number; tookMs: number }[] = [];
-      const off = gateway.mesh.status.subscribe((c) => seqs.push({ at: Date.now(), seq: c.seq, tookMs: c.tookMs }));
+      const seqs: { at: number; seq: number; tookMs: number; incremental: boolean }[] = [];
+      const off = gateway.mesh.status.subscribe((c) =>
+        seqs.push({ at: Date.now(), seq: c.seq, tookMs: c.tookMs, incremental: c.trigger.split(',').every((t) => INCREMENTAL_TRIGGERS.has(t)) }),
+      );
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', fileURLToPath(import.meta.url), '--publisher', subjects, String(NEWS_RATE), String(NEWS_SECONDS)],
+        ['--import', 'tsx', fileURLToPath(import.meta.url), '--publisher', subjects, String(NEWS_RATE), String(NEWS_SECONDS), String(MACHINES)],
         {
           stdio: ['ignore', 'pipe', 'inherit'],
         },
@@ -202,8 +290,10 @@ export async function run(): Promise<string> {
       log(
         `news: offered ${published.sent} heartbeats at ${Math.round(published.sent / published.seconds)}/s; ingested ${ingested} (poison ${gateway.news.stats.poison}, redelivered ${gateway.news.stats.redelivered}, malformed ${gateway.news.stats.malformed}) in ${seconds.toFixed(2)} s = ${Math.round(ingested / seconds)}/s in ${gateway.news.stats.batches} batches`,
       );
+      const incrementals = seqs.filter((t) => t.incremental).map((t) => t.tookMs);
+      const fulls = seqs.filter((t) => !t.incremental).map((t) => t.tookMs);
       log(
-        `compositions meanwhile: ${compositions} in ${window.toFixed(1)} s, at most ${maxPerSecond} in any second (their median tookMs ${ms(seqs.length ? median(seqs.map((t) => t.tookMs)) : 0)})`,
+        `compositions meanwhile: ${compositions} in ${window.toFixed(1)} s (${gateway.composer.stats.full - full0} full, ${gateway.composer.stats.incremental - incremental0} incremental), at most ${maxPerSecond} in any second; median tookMs ${ms(incrementals.length ? median(incrementals) : 0)} incremental, ${ms(fulls.length ? median(fulls) : 0)} full; gateway RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB (bench and gateway in one process)`,
       );
     } finally {
       await gateway.stop();
@@ -224,7 +314,7 @@ export async function run(): Promise<string> {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   if (process.argv[2] === '--publisher') {
-    await publisher(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]));
+    await publisher(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]), Number(process.argv[6]));
   } else {
     console.log(await run());
   }

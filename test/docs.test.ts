@@ -21,8 +21,10 @@ import * as wire from '../src/services/news/wire.js';
 import * as plan from '../src/services/plans/plan.js';
 import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
+import * as compose from '../src/services/status/compose.js';
 import * as composer from '../src/services/status/composer.js';
 import * as feed from '../src/services/status/feed.js';
+import * as composeStep from '../src/services/status/step.js';
 import * as store from '../src/store/db.js';
 
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.
@@ -51,6 +53,8 @@ const modules = [
   leases,
   composer,
   feed,
+  compose,
+  composeStep,
   persisted,
   store,
 ];

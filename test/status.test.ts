@@ -38,6 +38,8 @@ const noSources: CompositionSources = { callsRunning: () => 0, handActsSince: ()
 
 test('status answers the last composition: machines with state and holdings, seats held or not, open plans', async () => {
   await defineSeat(gw.mesh.db, gw.mesh.catalogue, { name: 'lonely', replicated: true });
+  // Defined by the service itself (no hand-act to count), so the composer is told as the verb tells it.
+  gw.mesh.events.emit('acted', 'defineSeat');
   agent.heartbeat(env.subjects, 'st-1', { site: 'eu-1', modules: ['broker', 'web'], claims: { broker: ['queue'] } });
   agent.heartbeat(env.subjects, 'st-2', { site: 'us-1', modules: ['broker'], claims: { broker: ['queue'] }, at: new Date(Date.now() - 20_000).toISOString() });
   await eventually(() => latest()?.machines.length === 2, 'a composition with both machines');

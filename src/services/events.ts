@@ -14,8 +14,11 @@ export interface MeshEventMap {
   'plan-changed': [planId: string];
   /** An acting verb finished (its hand-act is written). */
   acted: [act: string];
-  /** News was ingested: machine heartbeats or reports, or build news. */
-  news: [kind: 'machine' | 'build'];
+  /**
+   * News was ingested: machine heartbeats or reports, or build news. `machines` names every machine
+   * whose heartbeat the batch wrote (none for reports and builds), so the composer re-reads only those.
+   */
+  news: [kind: 'machine' | 'build', machines?: readonly string[]];
 }
 
 export class MeshEvents extends EventEmitter<MeshEventMap> {}

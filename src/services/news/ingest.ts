@@ -110,7 +110,8 @@ function chunked(beats: Heartbeat[]): Heartbeat[][] {
 
 /**
  * Writes one batch of judged news: heartbeats in one transaction (machines and assignments) with
- * their late gaps, build news with build durations, reports through the rollout. Emits 'news'.
+ * their late gaps, build news with build durations, reports through the rollout. Emits 'news'
+ * with the machines whose beats were written, for the composer to re-read only those.
  */
 export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): Promise<void> {
   const beats: Heartbeat[] = [];
@@ -132,7 +133,7 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
     const applied = await retryOnce(() => applyReports(mesh, reports));
     if (applied.unmatched) mesh.logger.info({ unmatched: applied.unmatched }, 'reports matching no apply sent were ignored');
   }
-  if (beats.length || reports.length) mesh.events.emit('news', 'machine');
+  if (beats.length || reports.length) mesh.events.emit('news', 'machine', [...new Set(beats.map((b) => b.machine))]);
   if (builds.length) mesh.events.emit('news', 'build');
 }
 

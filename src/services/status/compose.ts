@@ -3,10 +3,10 @@ import { byName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import { type CallsMesh, countRunningCalls } from '../calls/records.js';
 import { countHandActsThisWeek, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
-import { machineState } from '../machines/machines.js';
 import { readTiers } from '../plans/plan.js';
 import { listHoldings } from '../seats/holdings.js';
-import type { Composition, HolderStatus, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from './composition.js';
+import type { Composition, PlanStatus, RepeatedCauseStatus } from './composition.js';
+import { type MachineRow, MeshView, type TouchedRow } from './incremental.js';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -55,18 +55,17 @@ export interface ComposeInput {
   trigger: string;
   heartbeatSeconds: number;
   sources: CompositionSources;
+  /** The instant states are judged at; now when absent (a test composes two ways at one instant). */
+  now?: Date;
 }
 
-/** The module a serving replica holds the controller's own seat as, in a composition. */
-const GATEWAY_MODULE = 'mesh-gateway';
-
 /**
- * Every machine with its running modules, aggregated to one JSON value by Postgres: parsing one
+ * Machines with their running modules, aggregated to one JSON value by Postgres: parsing one
  * value costs a fraction of parsing a row per machine. Modules are grouped in one pass over the
  * assignments (a join, not a lookup per machine), and both lists are sorted here, by code unit, as
  * holdings are: Postgres's collation costs more than the sort. Instants come back as ISO strings.
  */
-async function machineRows(db: Db): Promise<{ name: string; site: string | null; lastHeardAt: string; modules: string[] }[]> {
+async function machineRows(db: Db): Promise<MachineRow[]> {
   const { rows } = await sql<{ machines: [string, string | null, string, string[]][] }>`
     select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, coalesce(a.modules, '[]'::json))), '[]'::json) as machines
       from machine m
@@ -77,67 +76,104 @@ async function machineRows(db: Db): Promise<{ name: string; site: string | null;
 }
 
 /**
- * Composes the whole mesh at one instant with four SQL statements whatever its size, on two
- * connections at once: machines with their running modules (each machine read once); and every
- * holding (`listHoldings`: recorded, else derived), seat names and open plans. Holdings are joined
- * to machines and seats in memory. The value is frozen.
+ * The machines named, for an incremental composition, in one statement: each row with its running
+ * modules and their claims and its holdings on record (index lookups per machine: the full
+ * holdings query would hash every seat and holding however few machines are asked).
  */
-export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Composition> {
-  const started = performance.now();
-  const now = new Date();
-  const [machines, { holdings, seats, plans }] = await Promise.all([
-    db.connection().execute((conn) => machineRows(conn)),
-    db.connection().execute(async (conn) => {
-      return {
-        holdings: await listHoldings(conn),
-        seats: await conn.selectFrom('seat').select('name').orderBy('name').execute(),
-        plans: await openPlans(conn),
-      };
-    }),
-  ]);
+async function touchedRows(db: Db, names: readonly string[]): Promise<TouchedRow[]> {
+  const { rows } = await sql<{ machines: [string, string | null, string, [string, string[]][] | null, [string, string][] | null][] }>`
+    select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, a.running, h.recorded)), '[]'::json) as machines
+      from machine m
+      left join lateral (select json_agg(json_build_array(x.module, x.claims)) as running from assignment x where x.machine = m.name and x.running) a on true
+      left join lateral (select json_agg(json_build_array(r.seat, r.module)) as recorded from seat_holding r where r.machine = m.name) h on true
+     where m.name = any(${[...names]}::text[])`.execute(db);
+  return rows[0]!.machines.map(([name, site, lastHeardAt, running, recorded]) => ({
+    name,
+    site,
+    lastHeardAt,
+    modules: (running ?? []).map(([module]) => module).sort(),
+    claims: running ?? [],
+    recorded: recorded ?? [],
+  }));
+}
+
+/** A composition and the view of the mesh it was made from, for the next one to start from. */
+export interface Composed {
+  composition: Composition;
+  view: MeshView;
+}
+
+/** The parts of a composition not kept in the view: open plans, calls and hand-acts, read again each time. */
+async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, started: number, plans?: PlanStatus[]): Promise<Composition> {
+  const openNow = plans ?? (await openPlans(db));
   const callsRunning = await input.sources.callsRunning();
   const handActs = await input.sources.handActsSince(new Date(now.getTime() - HAND_ACT_WEEK_MS));
-  const byMachine = new Map<string, MachineStatus['holdings']>();
-  const bySeat = new Map<string, HolderStatus[]>();
-  for (const h of holdings) {
-    let ofMachine = byMachine.get(h.machine);
-    if (!ofMachine) byMachine.set(h.machine, (ofMachine = []));
-    ofMachine.push({ seat: h.seat, module: h.module, derived: h.derived });
-    let ofSeat = bySeat.get(h.seat);
-    if (!ofSeat) bySeat.set(h.seat, (ofSeat = []));
-    ofSeat.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
-  }
-  const machineStatuses: MachineStatus[] = machines.map((m) => {
-    const lastHeardAt = new Date(m.lastHeardAt);
-    return {
-      name: m.name,
-      site: m.site,
-      state: machineState(lastHeardAt, now, input.heartbeatSeconds),
-      lastHeardAt: lastHeardAt.toISOString(),
-      modules: m.modules,
-      holdings: byMachine.get(m.name) ?? [],
-    };
-  });
-  // The controller's own seat is held by the replica composing, whatever the store records.
-  if (input.servingReplica && !bySeat.get(input.controller)?.length) {
-    bySeat.set(input.controller, [{ machine: input.servingReplica, module: GATEWAY_MODULE, site: null, derived: true }]);
-  }
-  const seatStatuses: SeatStatus[] = seats.map(({ name }) => {
-    const holders = bySeat.get(name) ?? [];
-    return { name, held: holders.length > 0, holders };
-  });
+  const seatStatuses = view.seats(input.controller, input.servingReplica);
   return Object.freeze({
     seq: input.seq,
     controller: input.controller,
     composedAt: now.toISOString(),
     tookMs: Math.round((performance.now() - started) * 100) / 100,
     trigger: input.trigger,
-    machines: machineStatuses,
+    machines: view.machines(now.getTime(), input.heartbeatSeconds),
     seats: seatStatuses,
     unheldSeats: seatStatuses.filter((s) => !s.held).map((s) => s.name),
     callsRunning,
     handActsThisWeek: handActs.count,
     repeatedCauses: handActs.repeatedCauses,
-    plans,
+    plans: openNow,
   });
+}
+
+/**
+ * Composes the whole mesh at one instant with four SQL statements whatever its size, on two
+ * connections at once: machines with their running modules (each machine read once); and every
+ * holding (`listHoldings`: recorded, else derived), seat names and open plans. Holdings are joined
+ * to machines and seats in memory (`MeshView`). The value is frozen.
+ */
+export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise<Composed> {
+  const started = performance.now();
+  const now = input.now ?? new Date();
+  const [machines, { holdings, seats, plans }] = await Promise.all([
+    db.connection().execute((conn) => machineRows(conn)),
+    db.connection().execute(async (conn) => {
+      return {
+        holdings: await listHoldings(conn),
+        // With their aliases, which an incremental composition resolves claims by.
+        seats: await conn
+          .selectFrom('seat')
+          .select(['name', sql<string[] | null>`(select json_agg(a.alias) from seat_alias a where a.seat = seat.name)`.as('aliases')])
+          .orderBy('name')
+          .execute(),
+        plans: await openPlans(conn),
+      };
+    }),
+  ]);
+  const view = MeshView.of(
+    machines,
+    holdings,
+    seats.map((s) => s.name),
+    seats.flatMap((s) => (s.aliases ?? []).map((alias): [string, string] => [alias, s.name])),
+  );
+  return { composition: await finish(db, view, input, now, started, plans), view };
+}
+
+/** The full composition alone (`composeFully`). */
+export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Composition> {
+  return (await composeFully(db, input)).composition;
+}
+
+/**
+ * Composes from the view of the last composition: the machines `touched` are read again (rows,
+ * running modules with their claims, holdings on record: one statement) beside the open plans
+ * (one more, at once), their derived holdings worked out by the view, and swapped into it; every
+ * other machine and seat is carried over, its state judged again at this instant. The view is
+ * changed in place.
+ */
+export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touched: readonly string[], input: ComposeInput): Promise<Composition> {
+  const started = performance.now();
+  const now = input.now ?? new Date();
+  const [rows, plans] = await Promise.all([touched.length ? touchedRows(db, touched) : [], openPlans(db)]);
+  view.replaceTouched(touched, rows);
+  return finish(db, view, input, now, started, plans);
 }

@@ -10,9 +10,10 @@ import type { MeshEvents } from '../events.js';
 import type { HandActLog } from '../hand-acts/hand-acts.js';
 import { nextStateChangeAt } from '../machines/machines.js';
 import type { Leases } from '../replicas/leases.js';
-import { type CompositionSources, compose, meshSources } from './compose.js';
+import { type CompositionSources, meshSources } from './compose.js';
 import type { Composition, StatusFeed } from './composition.js';
 import { publishComposition } from './feed.js';
+import { type ComposeStep, composeStep, POKE_MACHINES_MAX, readPoke, type Step } from './step.js';
 
 /** At most one composition starts per this many ms (4 a second) however much news arrives. */
 export const COMPOSE_MIN_GAP_MS = 250;
@@ -33,6 +34,7 @@ export const CROSSING_SLACK_MS = 5;
 /**
  * The earliest instant after a composition at which a machine of it changes state by heartbeat
  * age alone (UP → LATE, LATE → SILENT); undefined when none will. One pass over the machines.
+ * The composer takes the same instant from its composing pass (`MeshView.crossingMs`), cheaper.
  */
 export function nextCrossing(composition: Composition, heartbeatSeconds: number): Date | undefined {
   const now = new Date(composition.composedAt);
@@ -63,16 +65,23 @@ export type ComposerMesh = CallsMesh &
 
 export interface ComposerStats {
   compositions: number;
+  /** Of them, composed from the whole store (start, takeover, every minute, changes news does not make). */
+  full: number;
+  /** Of them, composed from the last one and the machines news named. */
+  incremental: number;
   failures: number;
   lastTookMs: number | undefined;
   lastSeq: number;
 }
 
 export interface Composer {
-  /** Asks for a composition on this replica (when it serves), coalesced with any already asked. */
-  request(trigger: string): void;
+  /**
+   * Asks for a composition on this replica (when it serves), coalesced with any already asked;
+   * `machines` are those news wrote (trigger `news`), which an incremental composition re-reads.
+   */
+  request(trigger: string, machines?: readonly string[]): void;
   /** Asks the serving replica, wherever it is, for a composition (over `<subjects>.compose`). */
-  poke(trigger: string): void;
+  poke(trigger: string, machines?: readonly string[]): void;
   serving(): boolean;
   /** Whether a composition is being composed right now. */
   composing(): boolean;
@@ -98,14 +107,16 @@ export const composeSubject = (root: string): string => `${root}.compose`;
  * `<subjects>.compose` (every replica forwards its news, acting verbs and plan changes there),
  * and every COMPOSE_EVERY_MS. Requests are coalesced: at most one composition in flight, at most
  * one started per COMPOSE_MIN_GAP_MS, and the triggers gathered meanwhile make the next one's
- * trigger. The seq continues from the highest heard on `<subjects>.status` or kept under SEQ_KEY,
+ * trigger. Each composition is full or incremental, as `step.ts` chooses (docs/status.md).
+ * The seq continues from the highest heard on `<subjects>.status` or kept under SEQ_KEY,
  * so it only grows, across replicas and across a stop of them all.
  */
 export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lease?: ServingLease; sources?: CompositionSources } = {}): Composer {
   const feed = deps.feed ?? mesh.status;
   const lease = deps.lease ?? mesh.leases;
   const sources = deps.sources ?? meshSources(mesh);
-  const stats: ComposerStats = { compositions: 0, failures: 0, lastTookMs: undefined, lastSeq: 0 };
+  const stats: ComposerStats = { compositions: 0, full: 0, incremental: 0, failures: 0, lastTookMs: undefined, lastSeq: 0 };
+  const step: ComposeStep = composeStep(mesh.db);
   const triggers = new Set<string>();
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -115,11 +126,12 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   let crossing: NodeJS.Timeout | undefined;
   let retry: NodeJS.Timeout | undefined;
 
-  // A machine turns LATE or SILENT with time, not news: compose when the earliest one crosses.
-  const awaitCrossing = (composition: Composition) => {
+  // A machine turns LATE or SILENT with time, not news: compose when the earliest one crosses
+  // (found while composing: a pass over 100,000 machines' ISO instants here costs ~200 ms).
+  const awaitCrossing = () => {
     if (crossing) clearTimeout(crossing);
     crossing = undefined;
-    const at = nextCrossing(composition, mesh.config.heartbeatSeconds);
+    const at = step.crossing();
     if (!at || stopped) return;
     const wait = Math.max(0, at.getTime() - Date.now()) + CROSSING_SLACK_MS;
     if (wait >= COMPOSE_EVERY_MS) return; // the minute's composition comes first
@@ -133,6 +145,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   const run = () => {
     const trigger = [...triggers].join(',');
     triggers.clear();
+    const taken: Step = step.take();
     lastStart = Date.now();
     composedOnce = true;
     let seq = 0;
@@ -143,7 +156,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         // The gap is kept between the instants compositions are composed at (their composedAt),
         // not between requests: the seq read before it takes a varying few milliseconds.
         lastStart = Date.now();
-        return compose(mesh.db, {
+        return step.compose(taken, {
           seq,
           controller: mesh.config.controller,
           servingReplica: mesh.config.replica,
@@ -154,9 +167,10 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       })
       .then(async (composition) => {
         stats.compositions++;
+        stats[taken.full ? 'full' : 'incremental']++;
         stats.lastTookMs = composition.tookMs;
         await publishComposition(mesh.bus.nc, mesh.subjects.status, composition);
-        awaitCrossing(composition);
+        awaitCrossing();
         // Published already: a seq not kept (its stream electing a leader) is kept with the next composition, not a failure.
         await mesh.buckets?.leases
           .put(SEQ_KEY, String(seq))
@@ -165,6 +179,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       })
       .catch((err) => {
         stats.failures++;
+        step.forget(); // the next composition is a full one
         if (!isStoreUnavailable(err)) return mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
         // The last composition is still served from memory; this one is asked again shortly.
         mesh.logger.warn({ err: String(err), seq, trigger, retryInMs: COMPOSE_RETRY_MS }, 'composing the status failed: the store is unavailable');
@@ -195,40 +210,44 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     run();
   };
 
-  const request = (trigger: string) => {
+  const request = (trigger: string, machines?: readonly string[]) => {
     if (stopped || !lease.isServing()) return;
     triggers.add(trigger);
+    step.ask(trigger, machines);
     kick();
   };
 
   const pokes = new Set<string>();
+  const poked = new Set<string>();
   let pokeTimer: NodeJS.Timeout | undefined;
-  const poke = (trigger: string) => {
+  // The machines news named travel with the triggers, POKE_MACHINES_MAX a message.
+  const poke = (trigger: string, machines?: readonly string[]) => {
     if (stopped) return;
     pokes.add(trigger);
+    for (const m of machines ?? []) poked.add(m);
     pokeTimer ??= setTimeout(() => {
       pokeTimer = undefined;
-      const body = JSON.stringify({ triggers: [...pokes] });
+      const names = [...poked];
+      const asked = [...pokes];
       pokes.clear();
-      mesh.bus.nc.publish(composeSubject(mesh.subjects.root), body);
+      poked.clear();
+      const subject = composeSubject(mesh.subjects.root);
+      // `machines` is always sent, even empty: `news` without it (an older gateway's) asks a full composition.
+      for (let i = 0; i === 0 || i < names.length; i += POKE_MACHINES_MAX) {
+        mesh.bus.nc.publish(subject, JSON.stringify({ triggers: asked, machines: names.slice(i, i + POKE_MACHINES_MAX) }));
+      }
     }, POKE_GATHER_MS);
   };
 
   const pokeSub: Subscription = mesh.bus.nc.subscribe(composeSubject(mesh.subjects.root), {
     callback: (err, msg) => {
       if (err || !lease.isServing()) return;
-      let asked: unknown;
-      try {
-        asked = msg.json<{ triggers?: unknown }>().triggers;
-      } catch {
-        asked = undefined;
-      }
-      const names = Array.isArray(asked) ? asked.filter((t): t is string => typeof t === 'string' && /^[a-z-]{1,40}$/.test(t)).slice(0, 10) : [];
-      for (const t of names.length ? names : ['asked']) request(t);
+      const { triggers: names, machines } = readPoke(msg.data);
+      for (const t of names) request(t, t === 'news' ? machines : undefined);
     },
   });
 
-  const onNews = (kind: 'machine' | 'build') => poke(kind === 'build' ? 'build' : 'news');
+  const onNews = (kind: 'machine' | 'build', machines?: readonly string[]) => (kind === 'build' ? poke('build') : poke('news', machines ?? []));
   const onActed = () => poke('acted');
   const onPlan = () => poke('plan');
   mesh.events.on('news', onNews);
@@ -244,6 +263,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     else {
       mesh.logger.warn({ replica: mesh.config.replica }, 'lost the serving lease: no longer composing');
       triggers.clear();
+      step.forget();
     }
   });
   if (lease.isServing()) took('start');

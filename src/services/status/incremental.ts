@@ -1,0 +1,250 @@
+import { byName } from '../../kernel/names.js';
+import { LATE_AFTER_INTERVALS, type MachineState, SILENT_AFTER_INTERVALS } from '../machines/machines.js';
+import type { Holding } from '../seats/holdings.js';
+import type { HolderStatus, MachineStatus, SeatStatus } from './composition.js';
+
+/** One machine as the store answers it for a composition: instants are ISO strings, modules sorted. */
+export interface MachineRow {
+  name: string;
+  site: string | null;
+  lastHeardAt: string;
+  modules: string[];
+}
+
+/** A holding as a composition needs it. */
+type Held = Pick<Holding, 'seat' | 'machine' | 'module' | 'site' | 'derived'>;
+
+/** One machine as the incremental read answers it: its row, every running module with its claims, its holdings on record. */
+export interface TouchedRow extends MachineRow {
+  /** Running modules and the seat names or aliases each claims. */
+  claims: [module: string, claims: string[]][];
+  /** Holdings on record: seat and module. */
+  recorded: [seat: string, module: string][];
+}
+
+/** The module a serving replica holds the controller's own seat as, in a composition. */
+const GATEWAY_MODULE = 'mesh-gateway';
+
+/** `machineState` on epoch milliseconds: the view judges every machine of a composition, so no Date per machine. */
+function stateAt(heardMs: number, nowMs: number, heartbeatSeconds: number): MachineState {
+  const age = (nowMs - heardMs) / 1000;
+  if (age > SILENT_AFTER_INTERVALS * heartbeatSeconds) return 'SILENT';
+  if (age > LATE_AFTER_INTERVALS * heartbeatSeconds) return 'LATE';
+  return 'UP';
+}
+
+interface Entry {
+  status: MachineStatus;
+  heardMs: number;
+}
+
+const holdingsOf = (holdings: readonly Held[]): Map<string, Held[]> => {
+  const byMachine = new Map<string, Held[]>();
+  for (const h of holdings) {
+    const of = byMachine.get(h.machine);
+    if (of) of.push(h);
+    else byMachine.set(h.machine, [h]);
+  }
+  return byMachine;
+};
+
+const byHolder = (a: HolderStatus, b: HolderStatus): number => byName(a.machine, b.machine) || byName(a.module, b.module);
+
+/**
+ * The mesh as the last composition saw it, kept in memory by the serving replica so a composition
+ * after news costs what the news touched: `replace` swaps in the machines a batch named (their
+ * row, modules and holdings, read again from the store) and the seats those holdings name; every
+ * other machine and seat keeps its value, the very same object, from one composition to the next.
+ * Built from the full read (`of`), so both paths share one way of turning rows into statuses:
+ * the full composition and the incremental one are the same value (test/incremental-composition).
+ * Seats (names and order) come only from a full read: news never changes them.
+ */
+export class MeshView {
+  private entries: Entry[] = [];
+  private index = new Map<string, number>();
+  /** Each seat's holders on record or derived (never the composing replica's own), by machine then module. */
+  private holders = new Map<string, HolderStatus[]>();
+  private seatIndex = new Map<string, number>();
+  private seatStatuses: SeatStatus[] = [];
+  /** Each seat name or alias, and the seats it names (a claim's key, as listHoldings resolves it). */
+  private keys = new Map<string, string[]>();
+  /** Seats with a holding on record: never derived. Only acting verbs change them (a full composition follows). */
+  private recordedSeats = new Set<string>();
+
+  /** The view of a full read: every machine (by name), every holding (by seat, machine, module), seat names in the store's order. */
+  static of(
+    machines: readonly MachineRow[],
+    holdings: readonly Held[],
+    seatNames: readonly string[],
+    aliases: readonly [alias: string, seat: string][],
+  ): MeshView {
+    const view = new MeshView();
+    for (const name of seatNames) view.keys.set(name, [name]);
+    for (const [alias, seat] of aliases) view.keys.set(alias, [...(view.keys.get(alias) ?? []), seat]);
+    for (const h of holdings) if (!h.derived) view.recordedSeats.add(h.seat);
+    const byMachine = holdingsOf(holdings);
+    view.entries = machines.map((row) => view.entry(row, byMachine.get(row.name) ?? []));
+    view.reindex();
+    for (const h of holdings) {
+      let of = view.holders.get(h.seat);
+      if (!of) view.holders.set(h.seat, (of = []));
+      of.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
+    }
+    view.seatStatuses = seatNames.map((name, i) => {
+      view.seatIndex.set(name, i);
+      return seatStatus(name, view.holders.get(name) ?? []);
+    });
+    return view;
+  }
+
+  private reindex(): void {
+    this.index.clear();
+    for (let i = 0; i < this.entries.length; i++) this.index.set(this.entries[i]!.status.name, i);
+  }
+
+  private entry(row: MachineRow, holdings: readonly Held[]): Entry {
+    const heard = new Date(row.lastHeardAt);
+    return {
+      heardMs: heard.getTime(),
+      status: {
+        name: row.name,
+        site: row.site,
+        state: 'UP', // judged at each composition (`machines`)
+        lastHeardAt: heard.toISOString(),
+        modules: row.modules,
+        holdings: holdings.map((h) => ({ seat: h.seat, module: h.module, derived: h.derived })),
+      },
+    };
+  }
+
+  /**
+   * Replaces the machines `names` with what the store holds now: `rows` (a name without a row is
+   * gone) and all their holdings. Seats whose holders involve them are rebuilt; a machine new to
+   * the view is merged into the name order.
+   */
+  replace(names: Iterable<string>, rows: readonly MachineRow[], holdings: readonly Held[]): void {
+    const rowOf = new Map(rows.map((r) => [r.name, r]));
+    const byMachine = holdingsOf(holdings);
+    const touched = new Set(names);
+    const seats = new Set<string>();
+    const added: Entry[] = [];
+    let removed = false;
+    for (const name of touched) {
+      const at = this.index.get(name);
+      const before = at === undefined ? undefined : this.entries[at]!;
+      for (const h of before?.status.holdings ?? []) seats.add(h.seat);
+      const row = rowOf.get(name);
+      const held = byMachine.get(name) ?? [];
+      for (const h of held) seats.add(h.seat);
+      if (!row) {
+        if (at !== undefined) {
+          this.entries[at] = undefined as unknown as Entry;
+          removed = true;
+        }
+        continue;
+      }
+      const entry = this.entry(row, held);
+      if (at === undefined) added.push(entry);
+      else this.entries[at] = entry;
+    }
+    if (removed) this.entries = this.entries.filter((e) => e !== undefined);
+    if (added.length) this.entries = mergeSorted(this.entries, added.sort(byEntryName), byEntryName);
+    if (removed || added.length) this.reindex();
+    const arriving = new Map<string, HolderStatus[]>();
+    for (const name of touched) {
+      for (const h of byMachine.get(name) ?? []) {
+        let of = arriving.get(h.seat);
+        if (!of) arriving.set(h.seat, (of = []));
+        of.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
+      }
+    }
+    for (const seat of seats) {
+      // A seat may have 100,000 holders: the kept ones stay in order, only those arriving are sorted.
+      const kept = mergeSorted(
+        (this.holders.get(seat) ?? []).filter((h) => !touched.has(h.machine)),
+        (arriving.get(seat) ?? []).sort(byHolder),
+        byHolder,
+      );
+      if (kept.length) this.holders.set(seat, kept);
+      else this.holders.delete(seat);
+      const at = this.seatIndex.get(seat);
+      if (at !== undefined) this.seatStatuses[at] = seatStatus(seat, kept);
+    }
+  }
+
+  /**
+   * Replaces the machines `names` from what the incremental read answered: their holdings are those
+   * on record plus, for a seat with none on record, each running module whose claims name the seat
+   * or one of its aliases — listHoldings's rule, applied in memory to the seats and aliases of the
+   * full read. Sorted as listHoldings sorts them.
+   */
+  replaceTouched(names: readonly string[], rows: readonly TouchedRow[]): void {
+    const holdings: Held[] = [];
+    for (const row of rows) {
+      for (const [seat, module] of row.recorded) holdings.push({ seat, machine: row.name, module, site: row.site, derived: false });
+      for (const [module, claims] of row.claims) {
+        const seen = new Set<string>();
+        for (const claim of claims) {
+          for (const seat of this.keys.get(claim) ?? []) {
+            if (this.recordedSeats.has(seat) || seen.has(seat)) continue;
+            seen.add(seat);
+            holdings.push({ seat, machine: row.name, module, site: row.site, derived: true });
+          }
+        }
+      }
+    }
+    holdings.sort((a, b) => byName(a.seat, b.seat) || byName(a.machine, b.machine) || byName(a.module, b.module));
+    this.replace(names, rows, holdings);
+  }
+
+  /**
+   * Every machine judged UP, LATE or SILENT at `nowMs`; a machine whose state did not change keeps
+   * its object. The same pass finds the earliest instant one will change by age alone (`crossingMs`).
+   */
+  machines(nowMs: number, heartbeatSeconds: number): MachineStatus[] {
+    const out = new Array<MachineStatus>(this.entries.length);
+    const lateMs = LATE_AFTER_INTERVALS * heartbeatSeconds * 1000;
+    const silentMs = SILENT_AFTER_INTERVALS * heartbeatSeconds * 1000;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.entries.length; i++) {
+      const entry = this.entries[i]!;
+      const state = stateAt(entry.heardMs, nowMs, heartbeatSeconds);
+      if (state !== entry.status.state) entry.status = { ...entry.status, state };
+      out[i] = entry.status;
+      // As nextStateChangeAt: the LATE boundary until it is passed, then the SILENT one, then none.
+      const next = nowMs <= entry.heardMs + lateMs ? entry.heardMs + lateMs : nowMs <= entry.heardMs + silentMs ? entry.heardMs + silentMs : undefined;
+      if (next !== undefined && next < earliest) earliest = next;
+    }
+    this.crossingMs = earliest === Number.POSITIVE_INFINITY ? undefined : earliest;
+    return out;
+  }
+
+  /** After `machines`: when the earliest machine next changes state by age alone; undefined when none will. */
+  crossingMs: number | undefined;
+
+  /** Every seat, its holders; the controller's own seat held by the composing replica when nothing else holds it. */
+  seats(controller: string, servingReplica: string | undefined): SeatStatus[] {
+    const out = this.seatStatuses.slice();
+    const at = this.seatIndex.get(controller);
+    if (servingReplica && at !== undefined && !this.holders.get(controller)?.length) {
+      out[at] = seatStatus(controller, [{ machine: servingReplica, module: GATEWAY_MODULE, site: null, derived: true }]);
+    }
+    return out;
+  }
+}
+
+const seatStatus = (name: string, holders: HolderStatus[]): SeatStatus => ({ name, held: holders.length > 0, holders });
+
+/** Two lists sorted by `order` merged into one, in one pass. */
+function mergeSorted<T>(a: T[], b: readonly T[], order: (x: T, y: T) => number): T[] {
+  if (b.length === 0) return a;
+  const out: T[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push(order(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!);
+  while (i < a.length) out.push(a[i++]!);
+  while (j < b.length) out.push(b[j++]!);
+  return out;
+}
+
+const byEntryName = (a: Entry, b: Entry): number => byName(a.status.name, b.status.name);

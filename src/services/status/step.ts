@@ -1,0 +1,111 @@
+import type { Kysely } from 'kysely';
+import { isName } from '../../kernel/names.js';
+import type { DB } from '../../store/tables.js';
+import { type ComposeInput, composeFully, composeIncrementally } from './compose.js';
+import type { Composition } from './composition.js';
+import type { MeshView } from './incremental.js';
+
+/**
+ * Triggers an incremental composition can answer: news (with the machines it wrote; reports change
+ * only plans, read again each time), build news (not in a composition), a plan changed, a machine
+ * crossing LATE or SILENT (states are judged again at each composition), a replica joining. Any
+ * other — start, takeover, minute, acted (seats, holdings, aliases, machines removed), a retry,
+ * one not known — asks a full composition.
+ */
+export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set(['news', 'build', 'plan', 'state-change', 'replica-joined']);
+
+/** The serving replica composes from the whole store at least this often, whatever news asks: the reconciliation. */
+export const FULL_COMPOSE_EVERY_MS = 60_000;
+
+/** Past this many machines named since the last composition, a full composition costs less than re-reading them. */
+export const INCREMENTAL_MACHINES_MAX = 20_000;
+
+/** A request on `<subjects>.compose` names at most this many machines (200 characters each at most: ~200 KB). */
+export const POKE_MACHINES_MAX = 1_000;
+
+/**
+ * A request on `<subjects>.compose`: its triggers (at most 10 names of lowercase letters and '-';
+ * `asked` when none) and the machines it names (undefined, so a full composition, when absent or
+ * not a list of at most POKE_MACHINES_MAX names).
+ */
+export function readPoke(data: Uint8Array): { triggers: string[]; machines: string[] | undefined } {
+  let body: { triggers?: unknown; machines?: unknown } | null = null;
+  try {
+    body = JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    body = null;
+  }
+  const asked = body?.triggers;
+  const triggers = Array.isArray(asked) ? asked.filter((t): t is string => typeof t === 'string' && /^[a-z-]{1,40}$/.test(t)).slice(0, 10) : [];
+  const machines = body?.machines;
+  const named = Array.isArray(machines) && machines.length <= POKE_MACHINES_MAX && machines.every(isName) ? (machines as string[]) : undefined;
+  return { triggers: triggers.length ? triggers : ['asked'], machines: named };
+}
+
+/** What one composition is to be: full, or incremental over the machines named. */
+export interface Step {
+  full: boolean;
+  machines: string[];
+}
+
+/**
+ * The composer's choice between a full and an incremental composition, and the view of the mesh
+ * an incremental one starts from. `ask` gathers what each request needs, `take` turns it into the
+ * next composition's step, `forget` drops the view (a failed composition, a lost lease): the next
+ * one is full.
+ */
+export interface ComposeStep {
+  ask(trigger: string, machines?: readonly string[]): void;
+  take(): Step;
+  compose(step: Step, input: ComposeInput): Promise<Composition>;
+  /** When a machine of the last composition next crosses LATE or SILENT, found while composing it; undefined when none will or it failed. */
+  crossing(): Date | undefined;
+  forget(): void;
+}
+
+export function composeStep(db: Kysely<DB>, now: () => number = Date.now): ComposeStep {
+  let view: MeshView | undefined;
+  let lastFullAt = 0;
+  let fullAsked = false;
+  const touched = new Set<string>();
+  return {
+    ask(trigger, machines) {
+      if (fullAsked) return;
+      if (!INCREMENTAL_TRIGGERS.has(trigger) || (trigger === 'news' && !machines)) {
+        fullAsked = true;
+        touched.clear();
+        return;
+      }
+      for (const m of machines ?? []) touched.add(m);
+      if (touched.size > INCREMENTAL_MACHINES_MAX) {
+        fullAsked = true;
+        touched.clear();
+      }
+    },
+    take() {
+      const full = fullAsked || !view || now() - lastFullAt >= FULL_COMPOSE_EVERY_MS;
+      const step = { full, machines: full ? [] : [...touched] };
+      fullAsked = false;
+      touched.clear();
+      return step;
+    },
+    async compose(step, input) {
+      if (step.full || !view) {
+        view = undefined;
+        const startedAt = now(); // from its start: the minute's full composition is not followed by a second one
+        const composed = await composeFully(db, input);
+        view = composed.view;
+        lastFullAt = startedAt;
+        return composed.composition;
+      }
+      return composeIncrementally(db, view, step.machines, input);
+    },
+    crossing() {
+      const at = view?.crossingMs;
+      return at === undefined ? undefined : new Date(at);
+    },
+    forget() {
+      view = undefined;
+    },
+  };
+}
