@@ -155,7 +155,8 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       .then(async (composition) => {
         stats.compositions++;
         stats.lastTookMs = composition.tookMs;
-        await publishComposition(mesh.bus.nc, mesh.subjects.status, composition);
+        // Through the status stream when the feed has one (deltas, snapshots), else whole on `<subjects>.status`.
+        await (feed.publish ? feed.publish(composition, trigger) : publishComposition(mesh.bus.nc, mesh.subjects.status, composition));
         awaitCrossing(composition);
         await mesh.buckets?.leases.put(SEQ_KEY, String(seq));
         mesh.logger.debug({ seq, trigger, tookMs: composition.tookMs, machines: composition.machines.length }, 'status composed');

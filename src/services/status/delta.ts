@@ -58,7 +58,7 @@ const byCause = (item: { cause: string }) => item.cause;
 const itself = (item: string) => item;
 
 /** Whether two JSON values (plain objects, arrays, strings, numbers, booleans, null) are equal by value. */
-function sameJson(a: unknown, b: unknown): boolean {
+export function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {
