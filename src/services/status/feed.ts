@@ -100,21 +100,28 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
   };
 }
 
+/** `everyMs` above this (an hour) is refused: a dashboard that rare wants `status` as a query. */
+export const EVERY_MS_MAX = 3_600_000;
+
 /**
- * The compositions a subscriber gets: the current one first (when there is one), then each newer
- * one. A slow reader skips to the latest: at most one composition waits per subscriber, so a
- * subscriber never holds more than that in memory however far behind it falls. `return()` ends it
- * at once, even while it waits.
+ * The compositions a subscriber gets: the current one first (when there is one and `fromCurrent`
+ * is not false), then each newer one. A slow reader skips to the latest: at most one composition
+ * waits per subscriber, so a subscriber never holds more than that in memory however far behind it
+ * falls. With `everyMs`, at most one is handed out per interval, the latest. `return()` ends it at
+ * once, even while it waits.
  */
-export function followLatest(feed: StatusFeed): AsyncIterableIterator<Composition> {
-  let waiting: Composition | undefined = feed.current();
+export function followLatest(feed: StatusFeed, options: { everyMs?: number; fromCurrent?: boolean } = {}): AsyncIterableIterator<Composition> {
+  const everyMs = Math.max(0, options.everyMs ?? 0);
+  let waiting: Composition | undefined = options.fromCurrent === false ? undefined : feed.current();
   let wake: ((result: IteratorResult<Composition>) => void) | undefined;
   let done = false;
+  let handedAt = 0;
   const unsubscribe = feed.subscribe((composition) => {
     if (done) return;
     if (wake) {
       const resolve = wake;
       wake = undefined;
+      handedAt = Date.now();
       resolve({ value: composition, done: false });
     } else waiting = composition;
   });
@@ -127,12 +134,15 @@ export function followLatest(feed: StatusFeed): AsyncIterableIterator<Compositio
     resolve?.({ value: undefined, done: true });
     return { value: undefined, done: true };
   };
-  return {
+  const iterator: AsyncIterableIterator<Composition> = {
     next() {
       if (done) return Promise.resolve({ value: undefined, done: true });
+      const rest = handedAt + everyMs - Date.now();
+      if (everyMs && rest > 0) return new Promise((resolve) => setTimeout(resolve, rest)).then(() => iterator.next());
       if (waiting) {
         const value = waiting;
         waiting = undefined;
+        handedAt = Date.now();
         return Promise.resolve({ value, done: false });
       }
       return new Promise((resolve) => (wake = resolve));
@@ -146,6 +156,7 @@ export function followLatest(feed: StatusFeed): AsyncIterableIterator<Compositio
       return this;
     },
   };
+  return iterator;
 }
 
 /** The current composition, or the first one heard within `timeoutMs`; undefined if none comes. */
