@@ -14,7 +14,7 @@ function seqOf(value: unknown): number | undefined {
  * SSE events of the live status subscriptions carry the composition's seq as `id:`, so a browser's
  * EventSource sends it back as `Last-Event-ID` when it reconnects and `statusChanges` resumes from
  * it. Yoga's own SSE processor writes the events; this wraps it, writing `id: <seq>` before each
- * `event: next` whose result was marked with a seq (other subscriptions are left as they are).
+ * `event: next` (at the start of a chunk, as Yoga writes it) whose result was marked with a seq (other subscriptions are left as they are).
  */
 export const sseIdsPlugin: Plugin = {
   onSubscribe({ args }) {
@@ -56,7 +56,7 @@ export const sseIdsPlugin: Plugin = {
       const withIds = response.body.pipeThrough(
         new fetchAPI.TransformStream<Uint8Array, Uint8Array>({
           transform(chunk, controller) {
-            if (decoder.decode(chunk) === NEXT_EVENT) {
+            if (decoder.decode(chunk.subarray(0, NEXT_EVENT.length)) === NEXT_EVENT) {
               const id = ids.shift();
               if (id !== undefined) controller.enqueue(encoder.encode(`id: ${id}\n`));
             }
