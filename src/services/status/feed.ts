@@ -4,6 +4,7 @@ import { Unavailable } from '../../kernel/errors.js';
 import type { Composition, StatusFeed } from './composition.js';
 import type { StatusDelta } from './delta.js';
 import { compositionAssembler } from './full-wire.js';
+import { StatusHistory } from './history.js';
 import { RecentDeltas } from './recent.js';
 import { type FollowerStats, followStatusStream, type StatusStreamLink } from './stream-follower.js';
 import { statusPublisher } from './stream-publisher.js';
@@ -23,6 +24,8 @@ export interface RunningStatusFeed extends StatusChangeFeed {
   changesAfter(seq: number): StatusDelta[] | undefined;
   /** Keeps a composition newer than the one held (with the delta to it from the one held, when there is one) and hands it on. */
   accept(composition: Composition, delta?: StatusDelta): boolean;
+  /** Looks back in the status stream (`statusAt`, `machineHistory`); absent without one. */
+  history: StatusHistory | undefined;
   /** Snapshots, deltas and gaps read from the status stream (zero without one). */
   streamStats(): FollowerStats;
   stop(): Promise<void>;
@@ -86,6 +89,7 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
     changesAfter: (seq) => recent.after(seq, last?.seq),
     accept,
     ...(publish && { publish }),
+    history: link ? new StatusHistory(link, { current, subscribe: (l) => (listeners.add(l), () => listeners.delete(l)) }) : undefined,
     streamStats: () => follower?.stats ?? { snapshots: 0, deltas: 0, gaps: 0 },
     subscribe(listener) {
       listeners.add(listener);
