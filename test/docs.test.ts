@@ -3,6 +3,7 @@ import { expect, test } from 'vitest';
 import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
 import * as newsStream from '../src/bus/news-stream.js';
+import * as statusStream from '../src/bus/status-stream.js';
 import * as names from '../src/kernel/names.js';
 import * as server from '../src/server/http.js';
 import * as persisted from '../src/server/persisted.js';
@@ -21,6 +22,11 @@ import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as composer from '../src/services/status/composer.js';
 import * as feed from '../src/services/status/feed.js';
+import * as statusHistory from '../src/services/status/history.js';
+import * as machineHistory from '../src/services/status/machine-history.js';
+import * as recentDeltas from '../src/services/status/recent.js';
+import * as streamFollower from '../src/services/status/stream-follower.js';
+import * as streamPublisher from '../src/services/status/stream-publisher.js';
 import * as store from '../src/store/db.js';
 
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.
@@ -47,6 +53,12 @@ const modules = [
   leases,
   composer,
   feed,
+  statusStream,
+  statusHistory,
+  machineHistory,
+  recentDeltas,
+  streamFollower,
+  streamPublisher,
   persisted,
   store,
 ];

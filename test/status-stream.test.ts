@@ -4,8 +4,10 @@ import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { ensureStatusStream, STATUS_STREAM_MAX_BYTES, statusStreamName } from '../src/bus/status-stream.js';
 import type { Composition } from '../src/services/status/composition.js';
+import { deltaIsEmpty, diffCompositions } from '../src/services/status/delta.js';
 import { type RunningStatusFeed, startStatusFeed } from '../src/services/status/feed.js';
 import type { StatusStreamLink } from '../src/services/status/stream-follower.js';
+import { coarsenLastHeard, LAST_HEARD_GRAIN_MS } from '../src/services/status/stream-publisher.js';
 import { aComposition, oneMachineChanged } from './fixtures/compositions.js';
 import { eventually } from './fixtures/live.js';
 import { NATS_URL, uniqueName } from './fixtures/services.js';
@@ -126,4 +128,22 @@ test('a missing delta makes a replica ask for a snapshot; it never holds a wrong
   await publish((c = oneMachineChanged(c, 106)));
   await eventually(() => replica.current()?.seq === 106, 'the replica to apply 106');
   expect(replica.current()).toEqual(serving.current());
+});
+
+test('a heartbeat alone is not a change: lastHeardAt moves in a delta only with a change of the machine or once a minute', () => {
+  const before = aComposition(1, 3);
+  const heard = (c: Composition, seq: number, ms: number, state?: 'LATE') => ({
+    ...c,
+    seq,
+    machines: c.machines.map((m, i) => (i === 0 ? { ...m, lastHeardAt: new Date(Date.parse(m.lastHeardAt) + ms).toISOString(), ...(state && { state }) } : m)),
+  });
+  // Heard 10 s later, nothing else changed: the item before is kept (the same object), so no delta names it.
+  const soon = coarsenLastHeard(before, heard(before, 2, 10_000));
+  expect(soon.machines[0]).toBe(before.machines[0]);
+  expect(deltaIsEmpty(diffCompositions(before, soon))).toBe(true);
+  // A minute (LAST_HEARD_GRAIN_MS) later, or with its state changed, it is a change with the true instant.
+  const late = heard(before, 3, LAST_HEARD_GRAIN_MS);
+  expect(coarsenLastHeard(before, late).machines[0]).toBe(late.machines[0]);
+  const changed = heard(before, 4, 10_000, 'LATE');
+  expect(diffCompositions(before, coarsenLastHeard(before, changed)).machines.changed).toEqual([changed.machines[0]]);
 });

@@ -22,7 +22,7 @@ export interface StatusStreamSubjects {
   all: string;
 }
 
-export const statusStreamSubjects = (root: string, controller: string): StatusStreamSubjects => ({
+const statusStreamSubjects = (root: string, controller: string): StatusStreamSubjects => ({
   snapshot: `${root}.status.${controller}.snapshot`,
   delta: `${root}.status.${controller}.delta`,
   all: `${root}.status.${controller}.>`,
@@ -39,7 +39,7 @@ export interface StatusStreamOptions {
 type Limits = Pick<StreamConfig, 'max_bytes' | 'max_age' | 'discard' | 'num_replicas'>;
 
 /** What the stream's limits must be; read and updated at start where they differ. */
-export const statusStreamLimits = (options: StatusStreamOptions = {}): Limits => ({
+const statusStreamLimits = (options: StatusStreamOptions = {}): Limits => ({
   max_bytes: STATUS_STREAM_MAX_BYTES,
   max_age: Math.round((options.historyHours ?? STATUS_HISTORY_DEFAULT_H) * 3600 * 1000) * NANOS_PER_MS,
   discard: DiscardPolicy.Old,

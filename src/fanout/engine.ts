@@ -95,13 +95,19 @@ export class Group implements FrameSource {
 
   publish(composition: Composition, delta: StatusDelta | undefined): void {
     const every = this.args.everyMs;
-    if (!every || every <= 0 || !this.latest) return this.send(composition, delta);
+    if (!every || every <= 0 || !this.latest) {
+      this.send(composition, delta);
+      return;
+    }
     // Latest wins; the delta is taken again from the last composition sent when the interval ends.
     const base = this.held ? this.held.composition : this.latest.composition;
     this.held = { composition, delta: delta && base && delta.baseSeq === base.seq && !this.held ? delta : undefined };
     if (this.timer) return;
     const wait = this.sentAt + every - Date.now();
-    if (wait <= 0) return this.flush();
+    if (wait <= 0) {
+      this.flush();
+      return;
+    }
     this.timer = setTimeout(() => this.flush(), wait);
     this.timer.unref();
   }

@@ -2,8 +2,9 @@ import { Invalid } from '../../kernel/errors.js';
 import { isName, NAME_RULE } from '../../kernel/names.js';
 import type { MachineState } from '../machines/machines.js';
 import type { Composition, MachineStatus } from './composition.js';
+import { PART_HEADER } from './full-wire.js';
 import type { StatusHistory } from './history.js';
-import type { StreamMessage } from './stream-wire.js';
+import { KIND_HEADER, type StreamMessage } from './stream-wire.js';
 
 /** `machineHistory` lists at most this many changes of one machine (the earliest first); ask again from the last one's `at` for more. */
 export const MACHINE_HISTORY_MAX = 500;
@@ -78,8 +79,8 @@ export async function machineHistory(
   const needle = Buffer.from(`"name":${JSON.stringify(query.name)}`);
   // A one-part delta that does not hold the name does not name the machine: it is not parsed.
   const skip = (msg: StreamMessage) =>
-    msg.headers?.get('Mesh-Status-Kind') === 'delta' &&
-    !msg.headers.get('Mesh-Status-Part') &&
+    msg.headers?.get(KIND_HEADER) === 'delta' &&
+    !msg.headers.get(PART_HEADER) &&
     !msg.headers.get('Content-Encoding') &&
     Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength).indexOf(needle) < 0;
   let held = composition?.seq;

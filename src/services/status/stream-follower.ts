@@ -28,7 +28,7 @@ export interface FollowerStats {
 export const storedAsMessage = (m: StoredMsg): StreamMessage => ({ seq: m.seq, data: m.data, headers: m.header, time: m.time.getTime() });
 
 /** The stream sequence where the last snapshot begins, and its composition seq; undefined when the stream holds none. */
-export async function lastSnapshot(link: Pick<StatusStreamLink, 'jsm' | 'stream' | 'subjects'>): Promise<{ start: number; seq: number } | undefined> {
+async function lastSnapshot(link: Pick<StatusStreamLink, 'jsm' | 'stream' | 'subjects'>): Promise<{ start: number; seq: number } | undefined> {
   const last = await link.jsm.streams.getMessage(link.stream, { last_by_subj: link.subjects.snapshot }).catch((error: Error) => {
     if (/no message found|not found/i.test(error.message)) return null;
     throw error;

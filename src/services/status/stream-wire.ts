@@ -12,9 +12,9 @@ const gunzipAsync = promisify(gunzip);
 const PAYLOAD_HEADROOM = 8 * 1024;
 /** `snapshot` (a whole composition) or `delta` (from `Mesh-Status-Base` to `Mesh-Status-Seq`). */
 export const KIND_HEADER = 'Mesh-Status-Kind';
-export const BASE_HEADER = 'Mesh-Status-Base';
+const BASE_HEADER = 'Mesh-Status-Base';
 /** On a delta: the stream sequence of the first message of the last snapshot before it, where a reader rebuilds from. */
-export const SNAPSHOT_HEADER = 'Mesh-Status-Snapshot';
+const SNAPSHOT_HEADER = 'Mesh-Status-Snapshot';
 
 export type StreamKind = 'snapshot' | 'delta';
 
