@@ -3,7 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import type { Composition } from '../services/status/composition.js';
-import { diffCompositions, type StatusDelta } from '../services/status/delta.js';
+import { diffCompositions, mergeDeltas, type StatusDelta } from '../services/status/delta.js';
 import type { StatusChangeFeed } from '../services/status/feed.js';
 import { type LiveArgs, liveArgs } from './live-args.js';
 import type { LiveField, MaybePromise } from './live-field.js';
@@ -131,8 +131,8 @@ export class Group implements FrameSource {
 
   /**
    * A new subscriber, sent the latest composition at once (or the first when it comes). One that
-   * resumes (`after: N`) is sent the deltas since N, in order, when this replica still keeps them,
-   * then what is live; else the latest whole.
+   * resumes (`after: N`) is sent the deltas since N merged into one, when this replica still keeps
+   * them, then what is live; else the latest whole.
    */
   join(socket: WebSocket, id: string): Subscriber {
     const subscriber = new Subscriber(this, socket, id);
@@ -141,10 +141,7 @@ export class Group implements FrameSource {
     const since = after !== undefined && this.field.change ? this.engine.changesAfter(after) : undefined;
     if (since && after !== undefined) {
       const held = since.length ? since[since.length - 1].seq : after;
-      subscriber.resume(
-        after,
-        since.map((d) => new Frame(this, undefined, d)),
-      );
+      subscriber.resume(after, since.length ? [new Frame(this, undefined, this.engine.catchUp(since))] : []);
       if (this.latest && this.latest.seq > held) subscriber.offer(this.latest);
     } else if (this.latest) subscriber.offer(this.latest);
     return subscriber;
@@ -217,7 +214,14 @@ export class Fanout {
 
   /** The deltas from composition `seq` to the newest, when the feed still keeps them. */
   changesAfter(seq: number): StatusDelta[] | undefined {
-    return this.feed.changesAfter?.(seq);
+    const since = this.feed.changesAfter?.(seq);
+    const newest = this.feed.current();
+    return since && (!since.length || since[since.length - 1].seq === newest?.seq) ? since : undefined;
+  }
+
+  /** A chain of deltas ending at the newest composition as one delta (what a resumed subscriber is sent). */
+  catchUp(since: StatusDelta[]): StatusDelta {
+    return since.length === 1 ? since[0] : mergeDeltas(since, this.feed.current()!);
   }
 
   drop(group: Group): void {

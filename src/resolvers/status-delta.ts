@@ -1,7 +1,7 @@
 import { builder } from '../schema/builder.js';
 import { StatusChangeRef } from '../schema/status-delta.js';
 import type { Composition } from '../services/status/composition.js';
-import { deltaChange, diffCompositions, fullChange, type StatusChange } from '../services/status/delta.js';
+import { deltaChange, diffCompositions, fullChange, mergeDeltas, type StatusChange } from '../services/status/delta.js';
 import { followLatest } from '../services/status/feed.js';
 import { judgeEveryMs, markSeq, resumeFrom } from './status-live.js';
 
@@ -11,7 +11,7 @@ builder.subscriptionFields((t) => ({
   statusChanges: t.field({
     type: StatusChangeRef,
     description:
-      'The current composition whole, then for each new one only what changed since the last one sent to this subscriber (see docs/status-deltas.md). A subscriber that fell behind skips to the latest. `after: N` (or SSE `Last-Event-ID: N`) resumes: the deltas after composition N in order, then live ones; a whole composition first when N is no longer kept. `everyMs`: at most one message per interval, the latest, with the changes of those skipped merged in.',
+      'The current composition whole, then for each new one only what changed since the last one sent to this subscriber (see docs/status-deltas.md). A subscriber that fell behind skips to the latest. `after: N` (or SSE `Last-Event-ID: N`) resumes: the deltas after composition N (merged into one message), then live ones; a whole composition first when N is no longer kept. `everyMs`: at most one message per interval, the latest, with the changes of those skipped merged in.',
     args: {
       after: t.arg.int({ description: 'The seq of the composition this subscriber holds (the `seq` of the last message it applied).' }),
       everyMs: t.arg.int({ description: 'At most one message per this many milliseconds (0 to 3,600,000); absent: every composition.' }),
@@ -21,8 +21,8 @@ builder.subscriptionFields((t) => ({
       const feed = ctx.mesh.status;
       const after = resumeFrom(ctx, args.after);
       const since = after === undefined ? undefined : feed.changesAfter(after);
-      // Resumed: the deltas since `after` first, from the composition the subscriber holds.
-      const backlog: StatusChange[] = since ? since.map(deltaChange) : [];
+      // Resumed: the deltas since `after` first, merged into one, from the composition the subscriber holds.
+      const backlog: StatusChange[] = since?.length ? [deltaChange(since.length === 1 ? since[0] : mergeDeltas(since, feed.current()!))] : [];
       let last: Composition | undefined = since ? feed.current() : undefined;
       const compositions = followLatest(feed, { everyMs, fromCurrent: !since });
       const changes: AsyncIterableIterator<StatusChange> = {
