@@ -106,6 +106,13 @@ export function followStatusStream(
         messages = await consumer.consume();
         const assemble = streamAssembler();
         for await (const m of messages) {
+          // What it holds already (its own, on the serving replica) is not even gunzipped or parsed.
+          const framing = framingOf({ seq: m.seq, headers: m.headers });
+          const held = feed.current()?.seq;
+          if (framing && held !== undefined && framing.seq <= held) {
+            if (framing.kind === 'snapshot' && framing.seq === held) broken = false;
+            continue;
+          }
           const entry = await assemble({ seq: m.seq, data: m.data, headers: m.headers, time: m.time.getTime() }).catch((err) => {
             logger.warn({ err: String(err), streamSeq: m.seq }, 'not a status stream message: ignored');
             return undefined;
