@@ -24,7 +24,7 @@ const CHANGES_PER_SIZE = 20;
 /** A dashboard away 30 s at 4 compositions a second (COMPOSE_MIN_GAP_MS) misses 120. */
 const AWAY = 120;
 /** History shaped as the composer makes it: a snapshot every minute, 240 deltas between (4 a second). */
-const HISTORY_MINUTES = QUICK ? 4 : 30;
+const HISTORY_MINUTES = QUICK ? 4 : Number(process.env.BENCH_HISTORY_MINUTES ?? 30);
 const DELTAS_PER_MINUTE = 240;
 const STATUS_AT_RUNS = 10;
 
@@ -215,10 +215,13 @@ export async function run(): Promise<string> {
     `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${mb(totalmem())} RAM, load ${loadavg()[0].toFixed(1)} at start; NATS ${NATS_URL}.`,
     '',
   ];
-  await bytesPerChange(lines);
-  await resumeBytes(lines);
-  await statusAtBack(lines);
-  await replicaRss(lines, QUICK ? 10_000 : 100_000);
+  // BENCH_STREAM_ONLY=bytes,resume,statusAt,rss runs only those parts.
+  const only = process.env.BENCH_STREAM_ONLY?.split(',');
+  const part = (name: string) => !only || only.includes(name);
+  if (part('bytes')) await bytesPerChange(lines);
+  if (part('resume')) await resumeBytes(lines);
+  if (part('statusAt')) await statusAtBack(lines);
+  if (part('rss')) await replicaRss(lines, QUICK ? 10_000 : 100_000);
   return lines.join('\n');
 }
 

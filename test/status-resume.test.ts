@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../src/services/status/composition.js';
-import { applyDelta, diffCompositions, mergeDeltas } from '../src/services/status/delta.js';
+import { applyDelta, diffCompositions, mergeDeltas, replayDeltas } from '../src/services/status/delta.js';
 import { aComposition, oneMachineChanged, randomNext, rng } from './fixtures/compositions.js';
 import { eventually, wsSubscribe } from './fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
@@ -136,4 +136,21 @@ test('over SSE, every event carries the seq as id:, and Last-Event-ID resumes wi
   expect(viaAfter[0].data.statusChanges.delta).toMatchObject({ baseSeq: missed[0], seq: missed[1] });
   const [status] = await sseEvents('subscription { status { seq } }', {}, 1);
   expect(status.id).toBe(String(c.seq));
+});
+
+test('a chain of deltas replayed at once gives what applying them one by one gives', () => {
+  const random = rng(21);
+  let prev = aComposition(1, 40);
+  const first = prev;
+  const chain = [];
+  let stepwise = first;
+  for (let i = 0; i < 60; i++) {
+    const nextOne = i % 2 ? randomNext(prev, random) : oneMachineChanged(prev, prev.seq + 1);
+    const delta = JSON.parse(JSON.stringify(diffCompositions(prev, nextOne)));
+    chain.push(delta);
+    stepwise = applyDelta(stepwise, delta);
+    prev = nextOne;
+  }
+  expect(replayDeltas(first, chain)).toEqual(stepwise);
+  expect(replayDeltas(first, chain)).toEqual(prev);
 });

@@ -266,3 +266,73 @@ export function mergeDeltas(chain: readonly StatusDelta[], target: Composition):
     handActsThisWeek: lastCount((d) => d.handActsThisWeek),
   };
 }
+
+/** A list after a chain of its changes: items replaced in place while a change only changes items (the common case), rebuilt otherwise. */
+function replayList<T>(list: readonly T[], chain: ListChanges<T>[], key: (item: T) => string): T[] {
+  let items = list.slice();
+  let index: Map<string, number> | undefined;
+  for (const changes of chain) {
+    if (changes.removed.length || changes.added.length || changes.order) {
+      items = applyListChanges(items, changes, key);
+      index = undefined;
+      continue;
+    }
+    if (!changes.changed.length) continue;
+    index ??= new Map(items.map((item, i) => [key(item), i]));
+    for (const item of changes.changed) {
+      const at = index.get(key(item));
+      if (at !== undefined) items[at] = item;
+    }
+  }
+  return items;
+}
+
+/**
+ * The composition a chain of consecutive deltas brings `base` to: what `applyDelta` one after the
+ * other gives, without a copy of every list per delta (a minute of deltas over 10,000 machines
+ * replays in milliseconds, not a second). Throws Invalid when the chain does not start at `base`.
+ */
+export function replayDeltas(base: Composition, chain: readonly StatusDelta[]): Composition {
+  if (!chain.length) return base;
+  let seq = base.seq;
+  for (const d of chain) {
+    if (d.baseSeq !== seq) throw new Invalid(`the delta applies to composition ${d.baseSeq}, not ${seq}`);
+    seq = d.seq;
+  }
+  const last = chain[chain.length - 1];
+  const count = (pick: (d: StatusDelta) => number | null, from: number) => chain.reduce((n, d) => pick(d) ?? n, from);
+  return {
+    seq: last.seq,
+    ...(base.controller !== undefined && { controller: base.controller }),
+    composedAt: last.composedAt,
+    tookMs: last.tookMs,
+    trigger: last.trigger,
+    machines: replayList(
+      base.machines,
+      chain.map((d) => d.machines),
+      byName,
+    ),
+    seats: replayList(
+      base.seats,
+      chain.map((d) => d.seats),
+      byName,
+    ),
+    unheldSeats: replayList(
+      base.unheldSeats,
+      chain.map((d) => ({ ...d.unheldSeats, changed: d.unheldSeats.changed ?? [] })),
+      itself,
+    ),
+    callsRunning: count((d) => d.callsRunning, base.callsRunning),
+    handActsThisWeek: count((d) => d.handActsThisWeek, base.handActsThisWeek),
+    repeatedCauses: replayList(
+      base.repeatedCauses,
+      chain.map((d) => d.repeatedCauses),
+      byCause,
+    ),
+    plans: replayList(
+      base.plans,
+      chain.map((d) => d.plans),
+      byId,
+    ),
+  };
+}

@@ -1,7 +1,7 @@
 import { DeliverPolicy, type StoredMsg } from '@nats-io/jetstream';
 import { Invalid, NotFound, Unavailable } from '../../kernel/errors.js';
 import type { Composition, StatusFeed } from './composition.js';
-import { applyDelta } from './delta.js';
+import { replayDeltas, type StatusDelta } from './delta.js';
 import { type StatusStreamLink, storedAsMessage } from './stream-follower.js';
 import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, streamAssembler } from './stream-wire.js';
 
@@ -99,17 +99,23 @@ export class StatusHistory {
     const start = snapshotStartOf({ seq: at.seq, headers: at.header });
     if (start === undefined || start < first)
       throw new NotFound('composition the status history still holds', framingOf(storedAsMessage(at))?.seq.toString() ?? '?');
-    let composition: Composition | undefined;
+    let base: Composition | undefined;
+    let chain: StatusDelta[] = [];
+    const reached = () => chain.at(-1)?.seq ?? base?.seq ?? Number.NEGATIVE_INFINITY;
     for await (const entry of this.entries(start, at.seq)) {
       if (entry.kind === 'snapshot') {
-        if (!composition || entry.seq > composition.seq) composition = entry.composition;
-      } else if (composition && entry.seq > composition.seq) {
-        if (entry.delta.baseSeq !== composition.seq) throw new Unavailable(`the status history misses the delta before composition ${entry.seq}`);
-        composition = Object.freeze(applyDelta(composition, entry.delta));
+        if (entry.seq > reached()) {
+          base = entry.composition;
+          chain = [];
+        }
+      } else if (base && entry.seq > reached()) {
+        if (entry.delta.baseSeq !== reached()) throw new Unavailable(`the status history misses the delta before composition ${entry.seq}`);
+        chain.push(entry.delta);
       }
     }
-    if (!composition) throw new Unavailable('the status history holds no snapshot before that composition');
-    return composition;
+    if (!base) throw new Unavailable('the status history holds no snapshot before that composition');
+    // Replayed once at the end: a list is copied once, not once per delta.
+    return Object.freeze(replayDeltas(base, chain));
   }
 
   private keep(composition: Composition): Composition {
