@@ -71,8 +71,11 @@ test('everyMs sends at most one message per interval, the latest, with the chang
   for (const sub of [ws, sse, whole]) sub.close();
 });
 
-test('a negative everyMs is refused with a clear error', async () => {
+test('an everyMs out of range is refused with a clear error, over SSE and graphql-ws', async () => {
   const sse = sseSubscribe(gw.url, 'subscription { status(everyMs: -5) { seq } }');
   await expect(sse.atLeast(1, 1_000)).rejects.toThrow(/everyMs must be between 0 and 3600000/);
   sse.close();
+  const ws = wsSubscribe(gw.url, 'subscription { statusChanges(everyMs: 99999999) { seq } }');
+  await expect(ws.atLeast(1, 1_000)).rejects.toThrow(/everyMs must be between 0 and 3600000/);
+  ws.close();
 });

@@ -5,7 +5,7 @@ import type { WebSocket } from 'ws';
 import type { Composition } from '../services/status/composition.js';
 import { diffCompositions, mergeDeltas, type StatusDelta } from '../services/status/delta.js';
 import type { StatusChangeFeed } from '../services/status/feed.js';
-import { type LiveArgs, liveArgs } from './live-args.js';
+import { everyMsInRange, type LiveArgs, liveArgs } from './live-args.js';
 import type { LiveField, MaybePromise } from './live-field.js';
 import { Frame, type FrameSource, isPromise, Subscriber } from './subscriber.js';
 
@@ -187,13 +187,15 @@ export class Fanout {
   }
 
   /** The live field an operation subscribes to, when it is a subscription of exactly one live root field. */
-  liveField(document: DocumentNode, operationName?: string | null): string | undefined {
+  liveField(document: DocumentNode, operationName?: string | null, variables?: unknown): string | undefined {
     const operation = getOperationAST(document, operationName);
     if (operation?.operation !== 'subscription') return undefined;
     const selections = operation.selectionSet.selections;
     if (selections.length !== 1) return undefined;
     const [selection] = selections;
     if (selection.kind !== Kind.FIELD || selection.directives?.length) return undefined;
+    // An everyMs out of range is left to the field's own subscribe, which refuses it with a clear error.
+    if (!everyMsInRange(selection, variables)) return undefined;
     return Object.hasOwn(this.fields, selection.name.value) ? selection.name.value : undefined;
   }
 

@@ -1,4 +1,5 @@
-import { type DocumentNode, type GraphQLSchema, getArgumentValues, getOperationAST, Kind } from 'graphql';
+import { type DocumentNode, type FieldNode, type GraphQLSchema, getArgumentValues, getOperationAST, Kind } from 'graphql';
+import { EVERY_MS_MAX } from '../services/status/feed.js';
 
 /** A live subscription's own arguments: where it resumes and at what rate it is sent. */
 export interface LiveArgs {
@@ -23,4 +24,18 @@ export function liveArgs(schema: GraphQLSchema, document: DocumentNode, variable
   const values = getArgumentValues(field, selection, (variables ?? {}) as Record<string, unknown>);
   const int = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) ? v : undefined);
   return { after: int(values.after), everyMs: int(values.everyMs) };
+}
+
+/** Whether a live field's `everyMs` (a literal or a variable) is absent or within 0 to EVERY_MS_MAX. */
+export function everyMsInRange(field: FieldNode, variables: unknown): boolean {
+  const arg = field.arguments?.find((a) => a.name.value === 'everyMs');
+  if (!arg) return true;
+  const node = arg.value;
+  const value =
+    node.kind === Kind.INT
+      ? Number(node.value)
+      : node.kind === Kind.VARIABLE
+        ? (variables as Record<string, unknown> | undefined)?.[node.name.value]
+        : undefined;
+  return value === undefined || value === null || (typeof value === 'number' && value >= 0 && value <= EVERY_MS_MAX);
 }
