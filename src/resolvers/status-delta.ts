@@ -1,7 +1,8 @@
 import { builder } from '../schema/builder.js';
 import { StatusChangeRef } from '../schema/status-delta.js';
 import type { Composition } from '../services/status/composition.js';
-import { deltaChange, diffCompositions, fullChange, mergeDeltas, type StatusChange } from '../services/status/delta.js';
+import { deltaChange, diffCompositions, fullChange, type StatusChange } from '../services/status/delta.js';
+import { mergeDeltas } from '../services/status/delta-chain.js';
 import { followLatest } from '../services/status/feed.js';
 import { judgeEveryMs, markSeq, resumeFrom } from './status-live.js';
 

@@ -1,7 +1,8 @@
 import { DeliverPolicy, type StoredMsg } from '@nats-io/jetstream';
 import { Invalid, NotFound, Unavailable } from '../../kernel/errors.js';
 import type { Composition, StatusFeed } from './composition.js';
-import { replayDeltas, type StatusDelta } from './delta.js';
+import type { StatusDelta } from './delta.js';
+import { replayDeltas } from './delta-chain.js';
 import { type StatusStreamLink, storedAsMessage } from './stream-follower.js';
 import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, streamAssembler } from './stream-wire.js';
 
