@@ -8,7 +8,6 @@ import { type DocumentNode, execute, parse } from 'graphql';
 import pino from 'pino';
 import { ensureStatusStream, statusStreamName } from '../src/bus/status-stream.js';
 import { schema } from '../src/schema/index.js';
-import type { Composition } from '../src/services/status/composition.js';
 import { deltaChange, fullChange, type StatusDelta } from '../src/services/status/delta.js';
 import { mergeDeltas } from '../src/services/status/delta-chain.js';
 import { type RunningStatusFeed, startStatusFeed } from '../src/services/status/feed.js';
