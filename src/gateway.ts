@@ -107,6 +107,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const pruning = startDurationPruning(mesh);
     const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger);
     const news = startNewsIngest(mesh, newsStream.consumer);
+    // Composing only once the stream is read: the first composition is then a delta from the last.
+    await status.caughtUp();
     const composer = startComposer(mesh);
     const applyTimeouts = startApplyTimeouts(mesh);
     stops.push(

@@ -26,6 +26,11 @@ export interface RunningStatusFeed extends StatusChangeFeed {
   accept(composition: Composition, delta?: StatusDelta): boolean;
   /** Looks back in the status stream (`statusAt`, `machineHistory`); absent without one. */
   history: StatusHistory | undefined;
+  /**
+   * Resolves once the status stream as it was at the start has been read (at once without one, and
+   * after STATUS_FIRST_WAIT_MS at most), so the composer continues its chain of deltas.
+   */
+  caughtUp(): Promise<void>;
   /** Snapshots, deltas and gaps read from the status stream (zero without one). */
   streamStats(): FollowerStats;
   stop(): Promise<void>;
@@ -91,6 +96,8 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
     ...(publish && { publish }),
     history: link ? new StatusHistory(link, { current, subscribe: (l) => (listeners.add(l), () => listeners.delete(l)) }) : undefined,
     streamStats: () => follower?.stats ?? { snapshots: 0, deltas: 0, gaps: 0 },
+    caughtUp: () =>
+      follower ? Promise.race([follower.caughtUp, new Promise<void>((resolve) => setTimeout(resolve, STATUS_FIRST_WAIT_MS).unref())]) : Promise.resolve(),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -50,8 +50,13 @@ export function followStatusStream(
   link: StatusStreamLink,
   feed: { current(): Composition | undefined; accept(composition: Composition, delta: StatusDelta | undefined): void },
   logger: Logger,
-): { stats: FollowerStats; stop(): Promise<void> } {
+): { stats: FollowerStats; caughtUp: Promise<void>; stop(): Promise<void> } {
   const stats: FollowerStats = { snapshots: 0, deltas: 0, gaps: 0 };
+  // Resolved once what the stream held at the start has been read (or found empty), so a replica
+  // about to serve continues the stream's chain of deltas rather than starting one of its own.
+  let caughtUpAt = Number.POSITIVE_INFINITY;
+  let markCaughtUp!: () => void;
+  const caughtUp = new Promise<void>((resolve) => (markCaughtUp = resolve));
   let stopped = false;
   let messages: ConsumerMessages | undefined;
   let broken = false;
@@ -98,6 +103,8 @@ export function followStatusStream(
       try {
         restart = false;
         const last = await lastSnapshot(link);
+        if (!last) markCaughtUp();
+        else if (caughtUpAt === Number.POSITIVE_INFINITY) caughtUpAt = (await link.jsm.streams.info(link.stream)).state.last_seq;
         const consumer = await link.js.consumers.get(
           link.stream,
           last ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last.start } : { deliver_policy: DeliverPolicy.New },
@@ -111,6 +118,7 @@ export function followStatusStream(
           const held = feed.current()?.seq;
           if (framing && held !== undefined && framing.seq <= held) {
             if (framing.kind === 'snapshot' && framing.seq === held) broken = false;
+            if (m.seq >= caughtUpAt) markCaughtUp();
             continue;
           }
           const entry = await assemble({ seq: m.seq, data: m.data, headers: m.headers, time: m.time.getTime() }).catch((err) => {
@@ -118,6 +126,7 @@ export function followStatusStream(
             return undefined;
           });
           if (entry) take(entry);
+          if (m.seq >= caughtUpAt) markCaughtUp();
           if (restart || stopped) break;
         }
       } catch (err) {
@@ -134,6 +143,7 @@ export function followStatusStream(
   const running = run();
   return {
     stats,
+    caughtUp,
     async stop() {
       stopped = true;
       messages?.stop();
