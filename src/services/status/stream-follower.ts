@@ -111,6 +111,8 @@ export function followStatusStream(
         );
         if (stopped) return;
         messages = await consumer.consume();
+        // Stopped while the consumer was being made: nothing would end the loop below.
+        if (stopped) return;
         const assemble = streamAssembler();
         for await (const m of messages) {
           // What it holds already (its own, on the serving replica) is not even gunzipped or parsed.
