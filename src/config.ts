@@ -35,6 +35,8 @@ export interface Config {
   logLevel: string;
   /** On SIGTERM, how long in-flight HTTP requests and running calls may take to finish, in seconds (MESH_DRAIN_S). */
   drainSeconds: number;
+  /** How long the status stream keeps compositions, in hours (MESH_STATUS_HISTORY_H): what `statusAt` can look back to. */
+  statusHistoryHours: number;
   production: boolean;
   introspection: boolean;
   /** Origins whose browser pages may call the gateway (CORS); empty: CORS off. */
@@ -161,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     replica: env.MESH_REPLICA || `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`,
     logLevel: env.LOG_LEVEL || 'info',
     drainSeconds: int(env, 'MESH_DRAIN_S', 10),
+    statusHistoryHours: int(env, 'MESH_STATUS_HISTORY_H', 24, 0.001),
     production: env.NODE_ENV === 'production',
     introspection: env.MESH_INTROSPECTION !== 'off',
     corsOrigins: origins(env, 'MESH_CORS_ORIGINS'),

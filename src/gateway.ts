@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { ensureBuckets } from './bus/buckets.js';
 import { connectBus } from './bus/nats.js';
 import { ensureNewsStream } from './bus/news-stream.js';
+import { ensureStatusStream } from './bus/status-stream.js';
 import { subjectsUnder } from './bus/subjects.js';
 import type { Config } from './config.js';
 import { isStoreUnavailable } from './kernel/errors.js';
@@ -20,7 +21,7 @@ import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
-import { type Composer, startComposer } from './services/status/composer.js';
+import { type Composer, composeSubject, startComposer } from './services/status/composer.js';
 import { startStatusFeed } from './services/status/feed.js';
 import { openStore, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
@@ -91,7 +92,18 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const leases = await startLeases({ buckets, views, config, logger }, bus.jsm);
     stops.push(() => leases.stop());
     const subjects = subjectsUnder(config.subjects);
-    const status = startStatusFeed(bus.nc, subjects.status, logger, config.controller);
+    const statusStream = await ensureStatusStream(bus.jsm, config.controller, config.subjects, {
+      historyHours: config.statusHistoryHours,
+      replicas: config.kvReplicas,
+      logger,
+    });
+    const status = startStatusFeed(bus.nc, subjects.status, logger, config.controller, {
+      js: bus.js,
+      jsm: bus.jsm,
+      ...statusStream,
+      // After a gap with no newer snapshot in the stream, the serving replica's next composition is one.
+      askSnapshot: () => bus.nc.publish(composeSubject(subjects.root), JSON.stringify({ triggers: ['resync'] })),
+    });
     stops.push(() => status.stop());
     const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, status };
     const responder = startResponder(mesh);
@@ -99,6 +111,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const pruning = startDurationPruning(mesh);
     const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas);
     const news = startNewsIngest(mesh, newsStream.consumer);
+    // Composing only once the stream is read: the first composition is then a delta from the last.
+    await status.caughtUp();
     const composer = startComposer(mesh);
     const applyTimeouts = startApplyTimeouts(mesh);
     stops.push(

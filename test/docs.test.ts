@@ -4,6 +4,7 @@ import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
 import * as newsStream from '../src/bus/news-stream.js';
 import * as retry from '../src/bus/retry.js';
+import * as statusStream from '../src/bus/status-stream.js';
 import * as config from '../src/config.js';
 import * as names from '../src/kernel/names.js';
 import * as server from '../src/server/http.js';
@@ -24,7 +25,12 @@ import * as leases from '../src/services/replicas/leases.js';
 import * as compose from '../src/services/status/compose.js';
 import * as composer from '../src/services/status/composer.js';
 import * as feed from '../src/services/status/feed.js';
+import * as statusHistory from '../src/services/status/history.js';
+import * as machineHistory from '../src/services/status/machine-history.js';
+import * as recentDeltas from '../src/services/status/recent.js';
 import * as composeStep from '../src/services/status/step.js';
+import * as streamFollower from '../src/services/status/stream-follower.js';
+import * as streamPublisher from '../src/services/status/stream-publisher.js';
 import * as store from '../src/store/db.js';
 
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.
@@ -55,6 +61,12 @@ const modules = [
   feed,
   compose,
   composeStep,
+  statusStream,
+  statusHistory,
+  machineHistory,
+  recentDeltas,
+  streamFollower,
+  streamPublisher,
   persisted,
   store,
 ];

@@ -75,8 +75,17 @@ export class GatewayClient {
     return body.data;
   }
 
-  /** Subscribes over graphql-ws; `onNext` gets each payload's data. Resolves when the subscription ends. */
-  subscribe<T>(document: TypedDocumentNode<T, Record<string, never>>, onNext: (data: T) => void, signal: AbortSignal): Promise<void> {
+  /**
+   * Subscribes over graphql-ws; `onNext` gets each payload's data. Resolves when the subscription
+   * ends. `variables` is asked again at each (re)subscription, so a reconnect can resume where the
+   * last message left off.
+   */
+  subscribe<T, V extends Record<string, unknown> = Record<string, never>>(
+    document: TypedDocumentNode<T, V>,
+    onNext: (data: T) => void,
+    signal: AbortSignal,
+    variables?: () => V,
+  ): Promise<void> {
     const client = createClient({
       url: this.url.replace(/^http/, 'ws'),
       webSocketImpl: WebSocket,
@@ -86,7 +95,13 @@ export class GatewayClient {
     });
     return new Promise<void>((resolve, reject) => {
       const stop = client.subscribe<T>(
-        { query: print(document) },
+        {
+          query: print(document),
+          // A getter: graphql-ws serializes the payload again at every (re)subscription.
+          get variables() {
+            return variables?.();
+          },
+        },
         {
           next: (result) => {
             if (result.errors?.[0]) reject(new Refused(String(result.errors[0].extensions?.code ?? 'ERROR'), result.errors[0].message));

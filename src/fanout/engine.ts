@@ -2,8 +2,11 @@ import { type DocumentNode, type ExecutionArgs, type ExecutionResult, execute as
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { Composition, StatusFeed } from '../services/status/composition.js';
+import type { Composition } from '../services/status/composition.js';
 import { diffCompositions, type StatusDelta } from '../services/status/delta.js';
+import { mergeDeltas } from '../services/status/delta-chain.js';
+import type { StatusChangeFeed } from '../services/status/feed.js';
+import { everyMsInRange, type LiveArgs, liveArgs } from './live-args.js';
 import type { LiveField, MaybePromise } from './live-field.js';
 import { Frame, type FrameSource, isPromise, Subscriber } from './subscriber.js';
 
@@ -48,17 +51,28 @@ export const liveExecutionPlugin: Plugin = {
   },
 };
 
-/** The subscribers of one operation for one caller: one execution and one payload per composition for all. */
+/**
+ * The subscribers of one operation for one caller: one execution and one payload per composition
+ * for all. With `everyMs`, at most one composition per interval goes out, the latest, as the delta
+ * from the last one sent (the skipped ones merged into it).
+ */
 export class Group implements FrameSource {
   readonly subscribers = new Set<Subscriber>();
   latest: Frame | undefined;
+  readonly args: LiveArgs;
+  private held: { composition: Composition; delta: StatusDelta | undefined } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private sentAt = 0;
 
   constructor(
     readonly engine: Fanout,
     readonly key: string,
     readonly field: LiveField,
     private readonly operation: PreparedOperation,
-  ) {}
+  ) {
+    const { schema, document, variableValues, operationName } = operation.args;
+    this.args = liveArgs(schema, document, variableValues, operationName);
+  }
 
   get document(): DocumentNode {
     return this.operation.args.document;
@@ -81,27 +95,71 @@ export class Group implements FrameSource {
   }
 
   publish(composition: Composition, delta: StatusDelta | undefined): void {
+    const every = this.args.everyMs;
+    if (!every || every <= 0 || !this.latest) {
+      this.send(composition, delta);
+      return;
+    }
+    // Latest wins; the delta is taken again from the last composition sent when the interval ends.
+    const base = this.held ? this.held.composition : this.latest.composition;
+    this.held = { composition, delta: delta && base && delta.baseSeq === base.seq && !this.held ? delta : undefined };
+    if (this.timer) return;
+    const wait = this.sentAt + every - Date.now();
+    if (wait <= 0) {
+      this.flush();
+      return;
+    }
+    this.timer = setTimeout(() => this.flush(), wait);
+    this.timer.unref();
+  }
+
+  private flush(): void {
+    this.timer = undefined;
+    const held = this.held;
+    this.held = undefined;
+    if (!held) return;
+    const base = this.latest?.composition;
+    const delta = !this.field.change ? undefined : (held.delta ?? (base ? diffCompositions(base, held.composition) : undefined));
+    this.send(held.composition, delta);
+  }
+
+  private send(composition: Composition, delta: StatusDelta | undefined): void {
+    this.sentAt = Date.now();
     const frame = new Frame(this, composition, this.field.change ? delta : undefined);
     this.latest = frame;
     for (const subscriber of this.subscribers) subscriber.offer(frame);
   }
 
-  /** A new subscriber, sent the latest composition at once (or the first when it comes). */
+  /**
+   * A new subscriber, sent the latest composition at once (or the first when it comes). One that
+   * resumes (`after: N`) is sent the deltas since N merged into one, when this replica still keeps
+   * them, then what is live; else the latest whole.
+   */
   join(socket: WebSocket, id: string): Subscriber {
     const subscriber = new Subscriber(this, socket, id);
     this.subscribers.add(subscriber);
-    if (this.latest) subscriber.offer(this.latest);
+    const after = this.args.after;
+    const since = after !== undefined && this.field.change ? this.engine.changesAfter(after) : undefined;
+    if (since && after !== undefined) {
+      const held = since.length ? since[since.length - 1].seq : after;
+      subscriber.resume(after, since.length ? [new Frame(this, undefined, this.engine.catchUp(since))] : []);
+      if (this.latest && this.latest.seq > held) subscriber.offer(this.latest);
+    } else if (this.latest) subscriber.offer(this.latest);
     return subscriber;
   }
 
   remove(subscriber: Subscriber): void {
     this.subscribers.delete(subscriber);
-    if (this.subscribers.size === 0) this.engine.drop(this);
+    if (this.subscribers.size === 0) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = undefined;
+      this.engine.drop(this);
+    }
   }
 }
 
 export interface FanoutOptions {
-  feed: StatusFeed;
+  feed: StatusChangeFeed;
   /** The root subscription fields served by groups, by name. */
   fields: Record<string, LiveField>;
   logger: Logger;
@@ -117,7 +175,7 @@ export class Fanout {
   readonly counters = { executions: 0, serializations: 0, sent: 0, skipped: 0 };
   private readonly groups = new Map<string, Group>();
   private readonly fields: Record<string, LiveField>;
-  private readonly feed: StatusFeed;
+  private readonly feed: StatusChangeFeed;
   private readonly unsubscribe: () => void;
   private last: Composition | undefined;
 
@@ -126,17 +184,19 @@ export class Fanout {
     this.fields = options.fields;
     this.feed = options.feed;
     this.last = options.feed.current();
-    this.unsubscribe = options.feed.subscribe((composition) => this.publish(composition));
+    this.unsubscribe = options.feed.subscribe((composition, delta) => this.publish(composition, delta));
   }
 
   /** The live field an operation subscribes to, when it is a subscription of exactly one live root field. */
-  liveField(document: DocumentNode, operationName?: string | null): string | undefined {
+  liveField(document: DocumentNode, operationName?: string | null, variables?: unknown): string | undefined {
     const operation = getOperationAST(document, operationName);
     if (operation?.operation !== 'subscription') return undefined;
     const selections = operation.selectionSet.selections;
     if (selections.length !== 1) return undefined;
     const [selection] = selections;
     if (selection.kind !== Kind.FIELD || selection.directives?.length) return undefined;
+    // An everyMs out of range is left to the field's own subscribe, which refuses it with a clear error.
+    if (!everyMsInRange(selection, variables)) return undefined;
     return Object.hasOwn(this.fields, selection.name.value) ? selection.name.value : undefined;
   }
 
@@ -155,16 +215,29 @@ export class Fanout {
     return group;
   }
 
+  /** The deltas from composition `seq` to the newest, when the feed still keeps them. */
+  changesAfter(seq: number): StatusDelta[] | undefined {
+    const since = this.feed.changesAfter?.(seq);
+    const newest = this.feed.current();
+    return since && (!since.length || since[since.length - 1].seq === newest?.seq) ? since : undefined;
+  }
+
+  /** A chain of deltas ending at the newest composition as one delta (what a resumed subscriber is sent). */
+  catchUp(since: StatusDelta[]): StatusDelta {
+    return since.length === 1 ? since[0] : mergeDeltas(since, this.feed.current()!);
+  }
+
   drop(group: Group): void {
     if (this.groups.get(group.key) === group) this.groups.delete(group.key);
   }
 
-  private publish(composition: Composition): void {
+  private publish(composition: Composition, given?: StatusDelta): void {
     const previous = this.last;
     if (previous && composition.seq <= previous.seq) return;
     this.last = composition;
-    let delta: StatusDelta | undefined;
-    let diffed = false;
+    // The feed's delta, when it brings the composition before to this one, saves diffing the mesh again.
+    let delta: StatusDelta | undefined = given && previous && given.baseSeq === previous.seq ? given : undefined;
+    let diffed = delta !== undefined;
     for (const group of this.groups.values()) {
       if (group.field.change && !diffed) {
         diffed = true;

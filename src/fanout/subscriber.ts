@@ -33,13 +33,14 @@ export class Frame {
 
   constructor(
     private readonly group: FrameSource,
-    readonly composition: Composition,
+    /** Absent on a frame of a resumed subscriber's catch-up, which only ever goes out as its delta. */
+    readonly composition: Composition | undefined,
     /** Set when this frame can go out as a delta to a subscriber holding `delta.baseSeq`. */
     readonly delta: StatusDelta | undefined,
   ) {}
 
   get seq(): number {
-    return this.composition.seq;
+    return this.delta?.seq ?? this.composition!.seq;
   }
 
   deliver(subscriber: Subscriber, kind: PayloadKind): void {
@@ -66,7 +67,7 @@ export class Frame {
       for (const s of list) s.fail(error);
     };
     try {
-      const produced = this.group.produce(kind === 'change' ? this.group.field.change!(this.delta!) : this.group.field.full(this.composition));
+      const produced = this.group.produce(kind === 'change' ? this.group.field.change!(this.delta!) : this.group.field.full(this.composition!));
       if (isPromise(produced)) produced.then(done, fail);
       else done(produced);
     } catch (error) {
@@ -85,6 +86,8 @@ export class Subscriber implements AsyncIterableIterator<never> {
   lastSeq: number | undefined;
   private busy = false;
   private pending: Frame | undefined;
+  /** A resumed subscriber's deltas since the seq it held, sent in order before anything live. */
+  private backlog: Frame[] = [];
   private closed = false;
   private readonly prefix: Buffer;
   private readonly ended: Promise<IteratorResult<never>>;
@@ -108,9 +111,18 @@ export class Subscriber implements AsyncIterableIterator<never> {
     return this.pending !== undefined;
   }
 
+  /** Starts a resumed subscriber from `seq`, the composition it holds: `frames` (its deltas since) go out first, in order. */
+  resume(seq: number, frames: Frame[]): void {
+    this.lastSeq = seq;
+    this.backlog = frames.slice();
+    const first = this.backlog.shift();
+    if (first && !this.busy) this.start(first);
+    else if (first) this.backlog.unshift(first);
+  }
+
   offer(frame: Frame): void {
     if (this.closed) return;
-    if (this.busy) {
+    if (this.busy || this.backlog.length) {
       if (this.pending) this.group.engine.counters.skipped++;
       this.pending = frame;
       return;
@@ -118,10 +130,20 @@ export class Subscriber implements AsyncIterableIterator<never> {
     this.start(frame);
   }
 
-  private start(frame: Frame): void {
-    this.busy = true;
-    const asDelta = frame.delta !== undefined && this.lastSeq === frame.delta.baseSeq;
-    frame.deliver(this, asDelta ? 'change' : 'full');
+  private start(first: Frame | undefined): void {
+    for (let frame = first; frame; frame = this.nextFrame()) {
+      const asDelta = frame.delta !== undefined && this.lastSeq === frame.delta.baseSeq;
+      if (!asDelta && !frame.composition) continue; // a catch-up delta that no longer applies: what follows is whole
+      this.busy = true;
+      frame.deliver(this, asDelta ? 'change' : 'full');
+      return;
+    }
+  }
+
+  private nextFrame(): Frame | undefined {
+    const next = this.backlog.shift() ?? this.pending;
+    if (next === this.pending) this.pending = undefined;
+    return next;
   }
 
   /** Writes one `next` message: the shared payload by reference between this subscription's prefix and suffix. */
@@ -146,13 +168,10 @@ export class Subscriber implements AsyncIterableIterator<never> {
     this.busy = false;
     if (error || this.closed) {
       this.pending = undefined;
+      this.backlog = [];
       return;
     }
-    const next = this.pending;
-    if (next) {
-      this.pending = undefined;
-      this.start(next);
-    }
+    this.start(this.nextFrame());
   };
 
   /** Ends the subscription with an error (graphql-ws sends it as an `error` message). */
@@ -174,6 +193,7 @@ export class Subscriber implements AsyncIterableIterator<never> {
   private leave(): void {
     this.closed = true;
     this.pending = undefined;
+    this.backlog = [];
     this.group.remove(this);
   }
 

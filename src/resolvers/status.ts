@@ -1,6 +1,8 @@
 import { builder } from '../schema/builder.js';
 import { StatusRef } from '../schema/status.js';
+import type { Composition } from '../services/status/composition.js';
 import { currentStatus, followLatest } from '../services/status/feed.js';
+import { judgeEveryMs, markSeq } from './status-live.js';
 
 builder.queryFields((t) => ({
   status: t.field({
@@ -13,8 +15,24 @@ builder.queryFields((t) => ({
 builder.subscriptionFields((t) => ({
   status: t.field({
     type: StatusRef,
-    description: 'The current composition, then each new one. A slow subscriber skips to the latest instead of queueing.',
-    subscribe: (_root, _args, ctx) => followLatest(ctx.mesh.status),
+    description:
+      'The current composition, then each new one. A slow subscriber skips to the latest instead of queueing. `everyMs`: at most one per interval, the latest.',
+    args: { everyMs: t.arg.int({ description: 'At most one composition per this many milliseconds (0 to 3,600,000); absent: every one.' }) },
+    subscribe: (_root, args, ctx) => {
+      const compositions = followLatest(ctx.mesh.status, { everyMs: judgeEveryMs(args.everyMs) });
+      const marked: AsyncIterableIterator<Composition> = {
+        async next() {
+          const step = await compositions.next();
+          if (!step.done) markSeq(ctx, step.value.seq);
+          return step;
+        },
+        return: () => compositions.return!(),
+        [Symbol.asyncIterator]() {
+          return this;
+        },
+      };
+      return marked;
+    },
     resolve: (composition) => composition,
   }),
 }));

@@ -9,6 +9,7 @@ import './plan.js';
 import './consumer-reset.js';
 import './status.js';
 import './status-delta.js';
+import './status-history.js';
 import './duration.js';
 import '../resolvers/alias.js';
 import '../resolvers/call.js';
@@ -21,6 +22,7 @@ import '../resolvers/plan.js';
 import '../resolvers/seat.js';
 import '../resolvers/status.js';
 import '../resolvers/status-delta.js';
+import '../resolvers/status-history.js';
 import '../resolvers/ticks.js';
 import { builder } from './builder.js';
 

@@ -179,7 +179,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
         return [refusal(error, logger)];
       }
 
-      const field = fanout?.liveField(document, params.operationName);
+      const field = fanout?.liveField(document, params.operationName, params.variables);
       if (fanout && key !== undefined && field) {
         // Variables are judged once here: a group's executions must not each fail on them.
         const definitions = getOperationAST(document, params.operationName)?.variableDefinitions ?? [];

@@ -6,6 +6,7 @@ import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { Fanout, liveExecutionPlugin } from '../fanout/engine.js';
+import { sseIdsPlugin } from '../fanout/sse-ids.js';
 import { LIVE_STATUS_FIELDS, STATUS_QUERY_FIELDS } from '../fanout/status-fields.js';
 import { type StatusQueryCache, statusQueryCache } from '../fanout/status-query-cache.js';
 import { DomainError, isStoreUnavailable, STORE_UNAVAILABLE_MESSAGE } from '../kernel/errors.js';
@@ -131,6 +132,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       ...(mesh.config.introspection ? [] : [disableIntrospection()]),
       ...(options.plugins ?? []),
       ...(fanout ? [liveExecutionPlugin] : []),
+      // SSE events of the live status carry the seq as `id:` (Last-Event-ID resumes from it).
+      sseIdsPlugin,
       // Before the cache, whose request parser keys the parameters this one judges.
       useParamsGuard(),
       // Before the cache, which must key only documents this gateway answers.

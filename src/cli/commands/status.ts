@@ -38,7 +38,7 @@ function summary(status: Summary): string {
   ].join('\n');
 }
 
-/** Follows statusChanges, applying deltas, redrawing the summary after each; Ctrl-C ends it (exit 0). */
+/** Follows statusChanges, applying deltas, redrawing the summary after each, resuming after a disconnect; Ctrl-C ends it (exit 0). */
 async function watch(ctx: CommandContext): Promise<void> {
   const stop = new AbortController();
   process.once('SIGINT', () => stop.abort());
@@ -54,6 +54,8 @@ async function watch(ctx: CommandContext): Promise<void> {
       else ctx.print(`${process.stdout.isTTY ? '\x1b[2J\x1b[H' : '\n'}${summary(held as unknown as Summary)}`);
     },
     stop.signal,
+    // After a disconnect, resubscribed from the composition held: the deltas since, not the whole mesh again.
+    () => (held ? { after: held.seq } : {}),
   );
 }
 

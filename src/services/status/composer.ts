@@ -169,7 +169,8 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         stats.compositions++;
         stats[taken.full ? 'full' : 'incremental']++;
         stats.lastTookMs = composition.tookMs;
-        await publishComposition(mesh.bus.nc, mesh.subjects.status, composition);
+        // Through the status stream when the feed has one (deltas, snapshots), else whole on `<subjects>.status`.
+        await (feed.publish ? feed.publish(composition, trigger) : publishComposition(mesh.bus.nc, mesh.subjects.status, composition));
         awaitCrossing();
         // Published already: a seq not kept (its stream electing a leader) is kept with the next composition, not a failure.
         await mesh.buckets?.leases

@@ -52,13 +52,14 @@ export interface StatusChange {
 export const fullChange = (composition: Composition): StatusChange => ({ seq: composition.seq, baseSeq: null, full: composition, delta: null });
 export const deltaChange = (delta: StatusDelta): StatusChange => ({ seq: delta.seq, baseSeq: delta.baseSeq, full: null, delta });
 
-const byName = (item: { name: string }) => item.name;
-const byId = (item: { id: string }) => item.id;
-const byCause = (item: { cause: string }) => item.cause;
-const itself = (item: string) => item;
+/** The keys of a composition's lists: machines and seats by name, plans by id, causes by cause, unheld seats by themselves. */
+export const byName = (item: { name: string }) => item.name;
+export const byId = (item: { id: string }) => item.id;
+export const byCause = (item: { cause: string }) => item.cause;
+export const itself = (item: string) => item;
 
 /** Whether two JSON values (plain objects, arrays, strings, numbers, booleans, null) are equal by value. */
-function sameJson(a: unknown, b: unknown): boolean {
+export function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {

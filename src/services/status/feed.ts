@@ -1,86 +1,38 @@
-import { promisify } from 'node:util';
-import { gunzip, gzip, constants as zlib } from 'node:zlib';
-import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { Unavailable } from '../../kernel/errors.js';
 import type { Composition, StatusFeed } from './composition.js';
+import type { StatusDelta } from './delta.js';
+import { compositionAssembler } from './full-wire.js';
+import { StatusHistory } from './history.js';
+import { RecentDeltas } from './recent.js';
+import { type FollowerStats, followStatusStream, type StatusStreamLink } from './stream-follower.js';
+import { statusPublisher } from './stream-publisher.js';
 
-const gzipAsync = promisify(gzip);
-const gunzipAsync = promisify(gunzip);
+export { compositionAssembler, encodeComposition, PART_HEADER, publishComposition, SEQ_HEADER, type StatusPart } from './full-wire.js';
 
-/** Room left in a NATS message for headers and protocol framing. */
-const PAYLOAD_HEADROOM = 8 * 1024;
-export const SEQ_HEADER = 'Mesh-Status-Seq';
-export const PART_HEADER = 'Mesh-Status-Part';
-
-/** One NATS message of a composition: its body and the headers a large one is framed with. */
-export interface StatusPart {
-  data: Uint8Array;
-  headers?: MsgHdrs;
+/** A feed whose listeners also get the delta that brought the replica to each composition, when one did. */
+export interface StatusChangeFeed extends StatusFeed {
+  subscribe(listener: (composition: Composition, delta?: StatusDelta) => void): () => void;
+  /** The deltas from composition `seq` to the one held, in order ([] when `seq` is held); undefined when not kept (RESUME_DELTAS_MAX). */
+  changesAfter?(seq: number): StatusDelta[] | undefined;
 }
 
-/**
- * A composition as it travels on `<subjects>.status`: plain JSON in one message when it fits the
- * server's max_payload (the wire contract); larger, gzipped and cut into parts numbered `i/n`
- * under headers, because NATS refuses a message over max_payload (1 MiB by default).
- */
-export async function encodeComposition(composition: Composition, maxPayload: number): Promise<StatusPart[]> {
-  const json = Buffer.from(JSON.stringify(composition));
-  const room = Math.max(maxPayload - PAYLOAD_HEADROOM, 1024);
-  if (json.length <= room) return [{ data: json }];
-  const packed = await gzipAsync(json, { level: zlib.Z_BEST_SPEED });
-  const count = Math.ceil(packed.length / room);
-  const parts: StatusPart[] = [];
-  for (let i = 0; i < count; i++) {
-    const h = headers();
-    h.set(SEQ_HEADER, String(composition.seq));
-    h.set(PART_HEADER, `${i + 1}/${count}`);
-    h.set('Content-Encoding', 'gzip');
-    parts.push({ data: packed.subarray(i * room, (i + 1) * room), headers: h });
-  }
-  return parts;
-}
-
-/** Publishes a composition on `subject` as `encodeComposition` frames it. */
-export async function publishComposition(nc: NatsConnection, subject: string, composition: Composition): Promise<void> {
-  const parts = await encodeComposition(composition, nc.info?.max_payload ?? 1024 * 1024);
-  for (const part of parts) nc.publish(subject, part.data, part.headers ? { headers: part.headers } : undefined);
-}
-
-/**
- * Reassembles compositions from `<subjects>.status` messages. Keeps the parts of one composition
- * at a time: a part of a newer one drops an unfinished older one.
- */
-export function compositionAssembler(): (msg: Pick<Msg, 'data' | 'headers'>) => Promise<Composition | undefined> {
-  let assembling: { seq: number; parts: Uint8Array[]; have: number } | undefined;
-  return async (msg) => {
-    const part = msg.headers?.get(PART_HEADER);
-    if (!part) return parseComposition(msg.data);
-    const seq = Number(msg.headers!.get(SEQ_HEADER));
-    const [index, count] = part.split('/').map(Number);
-    if (!Number.isInteger(seq) || !(index >= 1 && index <= count) || count > 10_000) throw new Error(`bad status part header ${part}`);
-    if (!assembling || assembling.seq !== seq) {
-      if (assembling && assembling.seq > seq) return undefined;
-      assembling = { seq, parts: new Array(count), have: 0 };
-    }
-    if (!assembling.parts[index - 1]) assembling.have++;
-    assembling.parts[index - 1] = msg.data.slice();
-    if (assembling.have < count) return undefined;
-    const packed = Buffer.concat(assembling.parts);
-    assembling = undefined;
-    return parseComposition(await gunzipAsync(packed));
-  };
-}
-
-function parseComposition(data: Uint8Array): Composition {
-  const value = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8')) as Composition;
-  if (typeof value?.seq !== 'number' || !Array.isArray(value.machines)) throw new Error('not a composition');
-  return Object.freeze(value);
-}
-
-export interface RunningStatusFeed extends StatusFeed {
+export interface RunningStatusFeed extends StatusChangeFeed {
   /** How many compositions of another controller were heard on this subject and ignored. */
   foreignIgnored(): number;
+  changesAfter(seq: number): StatusDelta[] | undefined;
+  /** Keeps a composition newer than the one held (with the delta to it from the one held, when there is one) and hands it on. */
+  accept(composition: Composition, delta?: StatusDelta): boolean;
+  /** Looks back in the status stream (`statusAt`, `machineHistory`); absent without one. */
+  history: StatusHistory | undefined;
+  /**
+   * Resolves once the status stream as it was at the start has been read (at once without one, and
+   * after STATUS_FIRST_WAIT_MS at most), so the composer continues its chain of deltas.
+   */
+  caughtUp(): Promise<void>;
+  /** Snapshots, deltas and gaps read from the status stream (zero without one). */
+  streamStats(): FollowerStats;
   stop(): Promise<void>;
 }
 
@@ -88,18 +40,21 @@ export interface RunningStatusFeed extends StatusFeed {
 const FOREIGN_WARN_EVERY = 100;
 
 /**
- * Every replica's view of the status: subscribes to `<subjects>.status` (every replica hears every
- * composition), keeps the newest by seq and hands each newer one to the listeners. A message that
+ * Every replica's view of the status. With a status stream (`link`), it follows the stream
+ * (`followStatusStream`: the last snapshot, then each delta applied) and publishes through it when
+ * serving (`statusPublisher`); it also hears `<subjects>.status` (no queue group), where snapshots
+ * go whole. It keeps the newest by seq and hands each newer one to the listeners. A message that
  * is not a composition is logged and skipped; an older seq than the one kept is ignored.
  */
-export function startStatusFeed(nc: NatsConnection, subject: string, logger: Logger, controller?: string): RunningStatusFeed {
+export function startStatusFeed(nc: NatsConnection, subject: string, logger: Logger, controller?: string, link?: StatusStreamLink): RunningStatusFeed {
   let last: Composition | undefined;
   let foreign = 0;
-  const listeners = new Set<(c: Composition) => void>();
+  const recent = new RecentDeltas();
+  const listeners = new Set<(c: Composition, delta?: StatusDelta) => void>();
   const assemble = compositionAssembler();
   let chain = Promise.resolve();
-  const accept = (composition: Composition | undefined) => {
-    if (!composition) return;
+  const accept = (composition: Composition | undefined, delta?: StatusDelta): boolean => {
+    if (!composition) return false;
     if (controller && typeof composition.controller === 'string' && composition.controller !== controller) {
       // Two controllers on one MESH_SUBJECTS would interleave their meshes: keep ours, say so.
       if (foreign++ % FOREIGN_WARN_EVERY === 0) {
@@ -108,28 +63,41 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
           'a composition of another controller on our status subject: ignored (is MESH_SUBJECTS shared?)',
         );
       }
-      return;
+      return false;
     }
-    if (last && composition.seq <= last.seq) return;
+    if (last && composition.seq <= last.seq) return false;
+    const step = delta && last && delta.baseSeq === last.seq && delta.seq === composition.seq ? delta : undefined;
     last = composition;
+    recent.push(step);
     for (const listener of listeners) {
       try {
-        listener(composition);
+        listener(composition, step);
       } catch (err) {
         logger.error({ err }, 'a status listener failed');
       }
     }
+    return true;
   };
   const sub: Subscription = nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return logger.error({ err }, 'status subscription failed');
       // In order: a large composition's parts are gunzipped off the event loop, and arrive in order.
-      chain = chain.then(() => assemble(msg).then(accept)).catch((error) => logger.warn({ err: error, subject }, 'not a composition: ignored'));
+      chain = chain.then(() => assemble(msg).then((c) => void accept(c))).catch((error) => logger.warn({ err: error, subject }, 'not a composition: ignored'));
     },
   });
+  const current = () => last;
+  const follower = link ? followStatusStream(link, { current, accept }, logger) : undefined;
+  const publish = link ? statusPublisher({ nc, js: link.js, subjects: link.subjects, fullSubject: subject, current, accept }) : undefined;
   return {
-    current: () => last,
+    current,
     foreignIgnored: () => foreign,
+    changesAfter: (seq) => recent.after(seq, last?.seq),
+    accept,
+    ...(publish && { publish }),
+    history: link ? new StatusHistory(link, { current, subscribe: (l) => (listeners.add(l), () => listeners.delete(l)) }) : undefined,
+    streamStats: () => follower?.stats ?? { snapshots: 0, deltas: 0, gaps: 0 },
+    caughtUp: () =>
+      follower ? Promise.race([follower.caughtUp, new Promise<void>((resolve) => setTimeout(resolve, STATUS_FIRST_WAIT_MS).unref())]) : Promise.resolve(),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -137,26 +105,34 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
     async stop() {
       sub.unsubscribe();
       listeners.clear();
+      await follower?.stop();
       await chain;
     },
   };
 }
 
+/** `everyMs` above this (an hour) is refused: a dashboard that rare wants `status` as a query. */
+export const EVERY_MS_MAX = 3_600_000;
+
 /**
- * The compositions a subscriber gets: the current one first (when there is one), then each newer
- * one. A slow reader skips to the latest: at most one composition waits per subscriber, so a
- * subscriber never holds more than that in memory however far behind it falls. `return()` ends it
- * at once, even while it waits.
+ * The compositions a subscriber gets: the current one first (when there is one and `fromCurrent`
+ * is not false), then each newer one. A slow reader skips to the latest: at most one composition
+ * waits per subscriber, so a subscriber never holds more than that in memory however far behind it
+ * falls. With `everyMs`, at most one is handed out per interval, the latest. `return()` ends it at
+ * once, even while it waits.
  */
-export function followLatest(feed: StatusFeed): AsyncIterableIterator<Composition> {
-  let waiting: Composition | undefined = feed.current();
+export function followLatest(feed: StatusFeed, options: { everyMs?: number; fromCurrent?: boolean } = {}): AsyncIterableIterator<Composition> {
+  const everyMs = Math.max(0, options.everyMs ?? 0);
+  let waiting: Composition | undefined = options.fromCurrent === false ? undefined : feed.current();
   let wake: ((result: IteratorResult<Composition>) => void) | undefined;
   let done = false;
+  let handedAt = 0;
   const unsubscribe = feed.subscribe((composition) => {
     if (done) return;
     if (wake) {
       const resolve = wake;
       wake = undefined;
+      handedAt = Date.now();
       resolve({ value: composition, done: false });
     } else waiting = composition;
   });
@@ -169,12 +145,15 @@ export function followLatest(feed: StatusFeed): AsyncIterableIterator<Compositio
     resolve?.({ value: undefined, done: true });
     return { value: undefined, done: true };
   };
-  return {
+  const iterator: AsyncIterableIterator<Composition> = {
     next() {
       if (done) return Promise.resolve({ value: undefined, done: true });
+      const rest = handedAt + everyMs - Date.now();
+      if (everyMs && rest > 0) return new Promise((resolve) => setTimeout(resolve, rest)).then(() => iterator.next());
       if (waiting) {
         const value = waiting;
         waiting = undefined;
+        handedAt = Date.now();
         return Promise.resolve({ value, done: false });
       }
       return new Promise((resolve) => (wake = resolve));
@@ -188,6 +167,7 @@ export function followLatest(feed: StatusFeed): AsyncIterableIterator<Compositio
       return this;
     },
   };
+  return iterator;
 }
 
 /** The current composition, or the first one heard within `timeoutMs`; undefined if none comes. */

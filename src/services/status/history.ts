@@ -1,0 +1,156 @@
+import { DeliverPolicy, type StoredMsg } from '@nats-io/jetstream';
+import { Invalid, NotFound, Unavailable } from '../../kernel/errors.js';
+import type { Composition, StatusFeed } from './composition.js';
+import type { StatusDelta } from './delta.js';
+import { replayDeltas } from './delta-chain.js';
+import { type StatusStreamLink, storedAsMessage } from './stream-follower.js';
+import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, streamAssembler } from './stream-wire.js';
+
+/** Compositions rebuilt by `statusAt` kept by seq (least recently asked dropped first): a handful of incident screens. */
+export const STATUS_AT_CACHE_MAX = 16;
+/** A stream message missing (deleted) is stepped over up to this many times when searching. */
+const HOLES_MAX = 32;
+
+export type HistoryLink = Pick<StatusStreamLink, 'js' | 'jsm' | 'stream' | 'subjects'>;
+
+/** What a look back is asked for: a composition by its seq, or the one in force at an instant. */
+export type StatusAtQuery = { seq: number; at?: undefined } | { at: Date; seq?: undefined };
+
+/**
+ * Reads the status stream backwards in time. `locate` finds, by binary search over the stream's
+ * sequence (headers only, a few dozen direct reads), the last message at or before a seq or an
+ * instant; `replay` rebuilds from the snapshot it points to, applying the deltas after it.
+ */
+export class StatusHistory {
+  private readonly cache = new Map<number, Composition>();
+
+  constructor(
+    private readonly link: HistoryLink,
+    private readonly feed: StatusFeed,
+  ) {}
+
+  private async read(seq: number): Promise<StoredMsg | null> {
+    return this.link.jsm.streams.getMessage(this.link.stream, { seq }).catch((error: Error) => {
+      if (/no message found|not found/i.test(error.message)) return null;
+      throw error;
+    });
+  }
+
+  /** The stream's first and last sequence, now. */
+  async bounds(): Promise<{ first: number; last: number }> {
+    const info = await this.link.jsm.streams.info(this.link.stream);
+    return { first: info.state.first_seq, last: info.state.last_seq };
+  }
+
+  /** The last message whose composition seq (or stored instant) is at or before `query`; undefined when every one is after. */
+  async locate(query: StatusAtQuery, bounds?: { first: number; last: number }): Promise<StoredMsg | undefined> {
+    const { first, last } = bounds ?? (await this.bounds());
+    const key = (m: StoredMsg) => (query.at ? m.time.getTime() : (framingOf({ seq: m.seq, headers: m.header })?.seq ?? Number.POSITIVE_INFINITY));
+    const target = query.at ? query.at.getTime() : query.seq;
+    let lo = first;
+    let hi = last;
+    let found: StoredMsg | undefined;
+    while (lo <= hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      let m: StoredMsg | null = null;
+      for (let s = mid; s <= Math.min(hi, mid + HOLES_MAX) && !m; s++) m = await this.read(s);
+      if (!m) {
+        hi = mid - 1;
+        continue;
+      }
+      if (key(m) <= target!) {
+        found = m;
+        lo = m.seq + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+
+  /**
+   * Each entry of the stream from sequence `from` to `to` (inclusive), in order, joined from its
+   * parts; an ordered consumer reads them in batches.
+   */
+  async *entries(from: number, to: number, skip?: (msg: StreamMessage) => boolean): AsyncGenerator<StreamEntry> {
+    if (to < from) return;
+    const consumer = await this.link.js.consumers.get(this.link.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
+    const assemble = streamAssembler();
+    let next = from;
+    try {
+      while (next <= to) {
+        const batch = await consumer.fetch({ max_messages: Math.min(10_000, to - next + 1), expires: 5_000 });
+        let got = 0;
+        for await (const m of batch) {
+          got++;
+          next = m.seq + 1;
+          const msg: StreamMessage = { seq: m.seq, data: m.data, headers: m.headers, time: m.time.getTime() };
+          if (skip?.(msg)) continue;
+          const entry = await assemble(msg).catch(() => undefined);
+          if (entry) yield entry;
+          if (m.seq >= to) break;
+        }
+        if (!got) break;
+      }
+    } finally {
+      await consumer.delete().catch(() => undefined);
+    }
+  }
+
+  /** The composition a stream message belongs to, rebuilt from the snapshot before it and the deltas between. */
+  async rebuild(at: StoredMsg, first: number): Promise<Composition> {
+    const start = snapshotStartOf({ seq: at.seq, headers: at.header });
+    if (start === undefined || start < first)
+      throw new NotFound('composition the status history still holds', framingOf(storedAsMessage(at))?.seq.toString() ?? '?');
+    let base: Composition | undefined;
+    let chain: StatusDelta[] = [];
+    const reached = () => chain.at(-1)?.seq ?? base?.seq ?? Number.NEGATIVE_INFINITY;
+    for await (const entry of this.entries(start, at.seq)) {
+      if (entry.kind === 'snapshot') {
+        if (entry.seq > reached()) {
+          base = entry.composition;
+          chain = [];
+        }
+      } else if (base && entry.seq > reached()) {
+        if (entry.delta.baseSeq !== reached()) throw new Unavailable(`the status history misses the delta before composition ${entry.seq}`);
+        chain.push(entry.delta);
+      }
+    }
+    if (!base) throw new Unavailable('the status history holds no snapshot before that composition');
+    // Replayed once at the end: a list is copied once, not once per delta.
+    return Object.freeze(replayDeltas(base, chain));
+  }
+
+  private keep(composition: Composition): Composition {
+    this.cache.delete(composition.seq);
+    this.cache.set(composition.seq, composition);
+    while (this.cache.size > STATUS_AT_CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+    return composition;
+  }
+
+  /**
+   * The composition `seq`, or the one in force at instant `at`, while the stream still holds it:
+   * the nearest snapshot at or before it and the deltas after, kept by seq (STATUS_AT_CACHE_MAX).
+   */
+  async statusAt(query: { seq?: number | null; at?: Date | null }): Promise<Composition> {
+    const bySeq = query.seq !== null && query.seq !== undefined;
+    const byAt = query.at !== null && query.at !== undefined;
+    if (bySeq === byAt) throw new Invalid('statusAt takes exactly one of seq and at', bySeq ? 'at' : 'seq');
+    const current = this.feed.current();
+    if (bySeq) {
+      const seq = query.seq!;
+      if (current && seq === current.seq) return current;
+      if (current && seq > current.seq) throw new NotFound('composition yet', `seq ${seq}`);
+      const kept = this.cache.get(seq);
+      if (kept) return this.keep(kept);
+    } else if (current && query.at!.getTime() >= Date.parse(current.composedAt)) return current;
+    const bounds = await this.bounds();
+    const where: StatusAtQuery = bySeq ? { seq: query.seq! } : { at: query.at! };
+    const found = await this.locate(where, bounds);
+    const label = bySeq ? `seq ${query.seq}` : `at ${query.at!.toISOString()}`;
+    if (!found) throw new NotFound('composition the status history still holds', label);
+    const foundSeq = framingOf({ seq: found.seq, headers: found.header })?.seq;
+    if (bySeq && foundSeq !== query.seq) throw new NotFound('composition', label);
+    const kept = foundSeq !== undefined ? this.cache.get(foundSeq) : undefined;
+    if (kept) return this.keep(kept);
+    return this.keep(await this.rebuild(found, bounds.first));
+  }
+}

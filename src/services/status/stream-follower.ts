@@ -1,0 +1,155 @@
+import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import type { StatusStreamSubjects } from '../../bus/status-stream.js';
+import type { Composition } from './composition.js';
+import { applyDelta, type StatusDelta } from './delta.js';
+import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, streamAssembler } from './stream-wire.js';
+
+/** A read of the stream that fails (NATS restarting) is tried again this long after. */
+export const FOLLOW_RETRY_MS = 1_000;
+
+/** How a replica reaches its status stream. */
+export interface StatusStreamLink {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  stream: string;
+  subjects: StatusStreamSubjects;
+  /** Asks the serving replica for a snapshot (a poke with trigger `resync`): after a gap no newer one is in the stream yet. */
+  askSnapshot(): void;
+}
+
+export interface FollowerStats {
+  snapshots: number;
+  deltas: number;
+  /** Deltas that did not apply to the composition held (one missing or out of order): each made the replica fetch a snapshot. */
+  gaps: number;
+}
+
+export const storedAsMessage = (m: StoredMsg): StreamMessage => ({ seq: m.seq, data: m.data, headers: m.header, time: m.time.getTime() });
+
+/** The stream sequence where the last snapshot begins, and its composition seq; undefined when the stream holds none. */
+async function lastSnapshot(link: Pick<StatusStreamLink, 'jsm' | 'stream' | 'subjects'>): Promise<{ start: number; seq: number } | undefined> {
+  const last = await link.jsm.streams.getMessage(link.stream, { last_by_subj: link.subjects.snapshot }).catch((error: Error) => {
+    if (/no message found|not found/i.test(error.message)) return null;
+    throw error;
+  });
+  if (!last) return undefined;
+  const framing = framingOf({ seq: last.seq, headers: last.header });
+  const start = snapshotStartOf({ seq: last.seq, headers: last.header });
+  return framing && start !== undefined ? { start, seq: framing.seq } : undefined;
+}
+
+/**
+ * A replica's reading of the status stream: from the last snapshot, then every delta after it,
+ * each applied to the composition held. A delta that does not apply (its base is not the seq held:
+ * one went missing, or came out of order) is never applied: the replica keeps serving what it
+ * holds, reads the last snapshot again when it is newer, else asks for one and skips deltas until
+ * it comes. An ordered consumer (no state on the server) follows NATS restarts by itself.
+ */
+export function followStatusStream(
+  link: StatusStreamLink,
+  feed: { current(): Composition | undefined; accept(composition: Composition, delta: StatusDelta | undefined): void },
+  logger: Logger,
+): { stats: FollowerStats; caughtUp: Promise<void>; stop(): Promise<void> } {
+  const stats: FollowerStats = { snapshots: 0, deltas: 0, gaps: 0 };
+  // Resolved once what the stream held at the start has been read (or found empty), so a replica
+  // about to serve continues the stream's chain of deltas rather than starting one of its own.
+  let caughtUpAt = Number.POSITIVE_INFINITY;
+  let markCaughtUp!: () => void;
+  const caughtUp = new Promise<void>((resolve) => (markCaughtUp = resolve));
+  let stopped = false;
+  let messages: ConsumerMessages | undefined;
+  let broken = false;
+  let restart = false;
+
+  const resync = async (held: number) => {
+    try {
+      const last = await lastSnapshot(link);
+      if (last && last.seq > held) {
+        restart = true;
+        messages?.stop();
+      } else link.askSnapshot();
+    } catch (err) {
+      logger.warn({ err: String(err) }, 'reading the last status snapshot failed; asking for one');
+      link.askSnapshot();
+    }
+  };
+
+  const take = (entry: StreamEntry) => {
+    const held = feed.current();
+    if (entry.kind === 'snapshot') {
+      if (!held || entry.seq > held.seq) {
+        stats.snapshots++;
+        feed.accept(entry.composition, undefined);
+      }
+      if (!held || entry.seq >= held.seq) broken = false;
+      return;
+    }
+    if (held && entry.seq <= held.seq) return;
+    if (broken) return;
+    if (!held || held.seq !== entry.delta.baseSeq) {
+      broken = true;
+      stats.gaps++;
+      logger.warn({ held: held?.seq, base: entry.delta.baseSeq, seq: entry.seq }, 'a status delta does not apply to the composition held: fetching a snapshot');
+      void resync(held?.seq ?? 0);
+      return;
+    }
+    stats.deltas++;
+    feed.accept(Object.freeze(applyDelta(held, entry.delta)), entry.delta);
+  };
+
+  const run = async () => {
+    while (!stopped) {
+      try {
+        restart = false;
+        const last = await lastSnapshot(link);
+        if (!last) markCaughtUp();
+        else if (caughtUpAt === Number.POSITIVE_INFINITY) caughtUpAt = (await link.jsm.streams.info(link.stream)).state.last_seq;
+        const consumer = await link.js.consumers.get(
+          link.stream,
+          last ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last.start } : { deliver_policy: DeliverPolicy.New },
+        );
+        if (stopped) return;
+        messages = await consumer.consume();
+        // Stopped while the consumer was being made: nothing would end the loop below.
+        if (stopped) return;
+        const assemble = streamAssembler();
+        for await (const m of messages) {
+          // What it holds already (its own, on the serving replica) is not even gunzipped or parsed.
+          const framing = framingOf({ seq: m.seq, headers: m.headers });
+          const held = feed.current()?.seq;
+          if (framing && held !== undefined && framing.seq <= held) {
+            if (framing.kind === 'snapshot' && framing.seq === held) broken = false;
+            if (m.seq >= caughtUpAt) markCaughtUp();
+            continue;
+          }
+          const entry = await assemble({ seq: m.seq, data: m.data, headers: m.headers, time: m.time.getTime() }).catch((err) => {
+            logger.warn({ err: String(err), streamSeq: m.seq }, 'not a status stream message: ignored');
+            return undefined;
+          });
+          if (entry) take(entry);
+          if (m.seq >= caughtUpAt) markCaughtUp();
+          if (restart || stopped) break;
+        }
+      } catch (err) {
+        if (stopped) return;
+        logger.warn({ err: String(err), retryInMs: FOLLOW_RETRY_MS }, 'reading the status stream failed');
+        await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
+      } finally {
+        messages?.stop();
+        messages = undefined;
+      }
+      if (!restart && !stopped) await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
+    }
+  };
+  const running = run();
+  return {
+    stats,
+    caughtUp,
+    async stop() {
+      stopped = true;
+      messages?.stop();
+      await running;
+    },
+  };
+}

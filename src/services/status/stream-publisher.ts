@@ -1,0 +1,95 @@
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { StatusStreamSubjects } from '../../bus/status-stream.js';
+import type { Composition, MachineStatus } from './composition.js';
+import { diffCompositions, type StatusDelta, sameJson } from './delta.js';
+import { publishComposition } from './full-wire.js';
+import { encodeStreamEntry } from './stream-wire.js';
+
+/** The serving replica puts a whole composition into the status stream at least this often (and on a takeover). */
+export const SNAPSHOT_EVERY_MS = 60_000;
+/**
+ * A machine whose only change is `lastHeardAt`, by less than this, keeps the `lastHeardAt` of
+ * the composition before: a heartbeat is not a change for every subscriber. Its state (UP, LATE,
+ * SILENT), judged from the true instant, still moves at once (docs/status-deltas.md).
+ */
+export const LAST_HEARD_GRAIN_MS = 60_000;
+/** Triggers after which the next composition goes into the stream whole: a new server, a replica without one, a gap. */
+const SNAPSHOT_TRIGGERS = new Set(['start', 'takeover', 'resync', 'replica-joined']);
+
+const sameModules = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((m, i) => m === b[i]);
+
+/** Whether two items of a machine differ in nothing but lastHeardAt, moved forward by less than `grainMs`. */
+function onlyHeardSooner(before: MachineStatus, after: MachineStatus, grainMs: number): boolean {
+  const moved = Date.parse(after.lastHeardAt) - Date.parse(before.lastHeardAt);
+  if (!(moved >= 0 && moved < grainMs)) return false;
+  return before.state === after.state && before.site === after.site && sameModules(before.modules, after.modules) && sameJson(before.holdings, after.holdings);
+}
+
+/**
+ * `next` with each machine that changed only by a heartbeat heard less than `grainMs` after the
+ * `lastHeardAt` of `previous` given back its item of `previous` (the same object), so the delta
+ * does not name it. Returns `next` itself when no machine is kept back.
+ */
+export function coarsenLastHeard(previous: Composition, next: Composition, grainMs = LAST_HEARD_GRAIN_MS): Composition {
+  const before = new Map<string, MachineStatus>();
+  for (const m of previous.machines) before.set(m.name, m);
+  let kept = false;
+  const machines = next.machines.map((m) => {
+    const b = before.get(m.name);
+    if (!b || b === m || b.lastHeardAt === m.lastHeardAt || !onlyHeardSooner(b, m, grainMs)) return m;
+    kept = true;
+    return b;
+  });
+  return kept ? Object.freeze({ ...next, machines }) : next;
+}
+
+/** What the publisher needs of the status stream and of this replica's feed. */
+export interface StatusPublisherLink {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  subjects: StatusStreamSubjects;
+  /** `<subjects>.status`: snapshots still go there whole, for agents that read it. */
+  fullSubject: string;
+  current(): Composition | undefined;
+  accept(composition: Composition, delta: StatusDelta | undefined): void;
+}
+
+/**
+ * The serving replica's way out for compositions: each one, coarsened (`coarsenLastHeard`), goes
+ * into the status stream as the delta from the one before; a whole snapshot follows when none
+ * was published by this replica yet, when the one before was not its own (a takeover), after
+ * SNAPSHOT_EVERY_MS, or when a replica asked (`resync`). Snapshots also go whole on
+ * `<subjects>.status`. The composition is kept by this replica's feed once the stream has it.
+ */
+export function statusPublisher(link: StatusPublisherLink): (composition: Composition, trigger: string) => Promise<void> {
+  let snapshot: { streamSeq: number; at: number } | undefined;
+  let published: number | undefined;
+  const put = async (subject: string, parts: { data: Uint8Array; headers?: unknown }[]) => {
+    let first: number | undefined;
+    for (const part of parts) {
+      const ack = await link.js.publish(subject, part.data, { headers: part.headers as never });
+      first ??= ack.seq;
+    }
+    return first!;
+  };
+  return async (composed, trigger) => {
+    const previous = link.current();
+    const next = previous ? coarsenLastHeard(previous, composed) : composed;
+    const delta = previous && previous.seq < next.seq ? diffCompositions(previous, next) : undefined;
+    const whole =
+      !snapshot ||
+      !previous ||
+      published !== previous.seq ||
+      Date.now() - snapshot.at >= SNAPSHOT_EVERY_MS ||
+      trigger.split(',').some((t) => SNAPSHOT_TRIGGERS.has(t));
+    const maxPayload = link.nc.info?.max_payload ?? 1024 * 1024;
+    // The delta goes before the snapshot of the same seq: a replica holding the base applies it and
+    // keeps its chain of deltas (what resuming subscribers are sent), then skips the snapshot.
+    if (delta) await put(link.subjects.delta, await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq }));
+    if (whole) snapshot = { streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload)), at: Date.now() };
+    published = next.seq;
+    link.accept(next, delta);
+    if (whole) await publishComposition(link.nc, link.fullSubject, next);
+  };
+}
