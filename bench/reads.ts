@@ -45,10 +45,11 @@ interface Shape {
   /** The same data through PostGraphile's amber schema of the same tables; absent where the data is not in PostgreSQL. */
   peer?: string;
   /**
-   * A shape whose one answer takes seconds: 50 connections ask this many requests in all and the
-   * run lasts until the last is answered, instead of SECONDS (where none would be answered in time).
+   * A shape whose one answer takes seconds: `amount.connections` connections ask one request
+   * each and the run lasts until the last is answered, instead of SECONDS with 50 connections
+   * (where none would be answered in time, and PostGraphile's 10 MB answers would take ten minutes).
    */
-  amount?: number;
+  amount?: { connections: number };
 }
 
 const SHAPES: Shape[] = [
@@ -59,7 +60,7 @@ const SHAPES: Shape[] = [
   },
   {
     name: 'deep',
-    amount: CONNECTIONS,
+    amount: { connections: 10 },
     gateway: '{ seats { holders { machine { holdings { seat { holders { machine { name } } } } } } } }',
     peer: `{ allSeats { nodes { seatHoldingsBySeat { nodes { assignmentByMachineAndModule { machineByMachine { assignmentsByMachine { nodes { seatHoldingsByMachineAndModule { nodes { seatBySeat { seatHoldingsBySeat { nodes { assignmentByMachineAndModule { machineByMachine { name } } } } } } } } } } } } } } } }`,
   },
@@ -288,13 +289,12 @@ interface Run {
   errors: number;
 }
 
-async function cannon(server: Server, url: string, query: string, amount?: number): Promise<Run> {
+async function cannon(server: Server, url: string, query: string, amount?: Shape['amount']): Promise<Run> {
   const before = await server.cpu();
   const r = await autocannon({
     url,
     method: 'POST',
-    connections: CONNECTIONS,
-    ...(amount ? { amount, timeout: 600 } : { duration: SECONDS, timeout: 60 }),
+    ...(amount ? { connections: amount.connections, amount: amount.connections, timeout: 600 } : { connections: CONNECTIONS, duration: SECONDS, timeout: 60 }),
     headers: { 'content-type': 'application/json', accept: 'application/json' },
     body: body(query),
   });
@@ -365,7 +365,7 @@ async function phase(large: boolean, log: (line: string) => void): Promise<void>
         answers.set(server.name, { alone: median(alone.slice(shape.amount ? 1 : 2)), size: kb(text), text });
       }
       const same = JSON.stringify(JSON.parse(answers.get('gateway')!.text).data) === JSON.stringify(JSON.parse(answers.get('bare')!.text).data);
-      log(`\n### ${shape.name}: \`${shape.gateway}\``);
+      log(`\n### ${shape.name}: \`${shape.gateway}\`${shape.amount ? ` (${shape.amount.connections} connections, one request each)` : ''}`);
       log(
         `answers: ${[...answers].map(([n, a]) => `${n} ${a.size}, alone ${a.alone.toFixed(0)} ms`).join('; ')}; bare answer ${same ? 'equals' : 'DIFFERS FROM'} the gateway's`,
       );

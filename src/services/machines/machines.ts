@@ -78,7 +78,7 @@ export async function listMachines(db: Db, filter: MachineFilter = {}): Promise<
 export async function machinesByNames(db: Db, names: readonly string[]): Promise<(Machine | undefined)[]> {
   if (names.length === 0) return [];
   const rows = await machineQuery(db)
-    .where('m.name', 'in', [...new Set(names)])
+    .where(sql<boolean>`m.name = any(${[...new Set(names)]}::text[])`)
     .execute();
   const byName = new Map(rows.map((row) => [row.name, toMachine(row)]));
   return names.map((name) => byName.get(name));
