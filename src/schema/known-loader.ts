@@ -11,14 +11,17 @@ import { type FieldNode, Kind } from 'graphql';
 export class KnownLoader<V> {
   readonly #known = new Map<string, V>();
   readonly #asked = new Set<string>();
+  readonly #batch: (keys: readonly string[], asked: ReadonlySet<string>) => Promise<V[]>;
   readonly #loader: DataLoader<string, V>;
 
   constructor(batch: (keys: readonly string[], asked: ReadonlySet<string>) => Promise<V[]>) {
-    this.#loader = new DataLoader(async (keys) => {
-      const values = await batch(keys, this.#asked);
-      for (const [i, key] of keys.entries()) this.#known.set(key, values[i]!);
-      return values;
-    });
+    this.#batch = batch;
+    this.#loader = new DataLoader(async (keys) => this.#remember(keys, await batch(keys, this.#asked)));
+  }
+
+  #remember(keys: readonly string[], values: V[]): V[] {
+    for (const [i, key] of keys.entries()) this.#known.set(key, values[i]!);
+    return values;
   }
 
   /** The value of `key`: itself when already read in this request, else a promise of it (batched). */
@@ -26,13 +29,8 @@ export class KnownLoader<V> {
     return this.#known.has(key) ? (this.#known.get(key) as V) : this.#loader.load(key);
   }
 
-  load(key: string): Promise<V> {
-    return this.#loader.load(key);
-  }
-
   prime(key: string, value: V): void {
     this.#known.set(key, value);
-    this.#loader.prime(key, value);
   }
 
   /** Notes the fields selected directly under these field nodes, whose values this loader answers. */
@@ -41,10 +39,19 @@ export class KnownLoader<V> {
     return this;
   }
 
-  /** Reads, in one batch, every key not yet read; a failed batch is left to the resolvers that `get` it. */
+  /**
+   * Reads every key not yet read in one call of the batch, without a promise per key. A failed
+   * read is left to the resolvers that `get` those keys: they read them again and meet the error
+   * at their own place in the answer, as without the prefetch.
+   */
   async prefetch(keys: Iterable<string>): Promise<void> {
     const missing = [...new Set(keys)].filter((key) => !this.#known.has(key));
-    if (missing.length) await this.#loader.loadMany(missing);
+    if (!missing.length) return;
+    try {
+      this.#remember(missing, await this.#batch(missing, this.#asked));
+    } catch {
+      // left to the resolvers, as said above
+    }
   }
 }
 

@@ -10,7 +10,7 @@ import { STATUS_QUERY_FIELDS } from '../fanout/status-fields.js';
  * anyway). Mutations and subscriptions — graphql-ws and the fan-out engine's per-event executions
  * among them — keep graphql-js's execution.
  */
-export function runsCompiled(document: DocumentNode, operationName?: string | null): boolean {
+function runsCompiled(document: DocumentNode, operationName?: string | null): boolean {
   const operation = getOperationAST(document, operationName);
   if (operation?.operation !== 'query') return false;
   const status: readonly string[] = STATUS_QUERY_FIELDS;
@@ -21,14 +21,14 @@ export function runsCompiled(document: DocumentNode, operationName?: string | nu
  * Queries executed by graphql-jit: each document is compiled once into a function that walks the
  * selection without graphql-js's per-field bookkeeping (docs/BENCHMARKS.md, issue 13). The cache
  * keeps compiled code per parsed document, never a result: nothing read for one caller reaches
- * another. A document jit cannot compile runs on graphql-js's execution as before.
+ * another. A validated document always compiles; should one not, its errors are the answer, and logged.
  */
 export function useCompiledExecution(logger: Logger): Plugin {
   return useGraphQlJit(
     {},
     {
       enableIf: (args) => runsCompiled(args.document, args.operationName),
-      onError: (result) => logger.warn({ errors: result.errors?.map((e) => e.message) }, 'a query could not be compiled; executed as before'),
+      onError: (result) => logger.warn({ errors: result.errors?.map((e) => e.message) }, 'a query could not be compiled'),
     },
   ) as Plugin;
 }
