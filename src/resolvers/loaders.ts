@@ -1,5 +1,6 @@
 import DataLoader from 'dataloader';
 import type { Loaders } from '../schema/context.js';
+import { KnownLoader } from '../schema/known-loader.js';
 import { machinesByNames } from '../services/machines/machines.js';
 import type { Mesh } from '../services/mesh.js';
 import { appliesOfPlans } from '../services/plans/applies.js';
@@ -15,11 +16,32 @@ function groupBy(holdings: Holding[], keys: readonly string[], key: (h: Holding)
 /** A fresh set of loaders: one per request, so nothing cached outlives the request that read it. */
 export function createLoaders(mesh: Mesh): Loaders {
   const { db, catalogue } = mesh;
+  const seat = new KnownLoader((names) => seatsByNames(db, catalogue, names));
+  const machine = new KnownLoader((names) => machinesByNames(db, names));
+  // Holdings bring the seats and machines they name, all of a level in one statement, when the query asks for them.
+  const nextLevel = async (groups: Holding[][], asked: ReadonlySet<string>) => {
+    const holdings = groups.flat();
+    await Promise.all([
+      asked.has('machine') && machine.prefetch(holdings.map((h) => h.machine)),
+      asked.has('seat') && seat.prefetch(holdings.map((h) => h.seat)),
+    ]);
+    return groups;
+  };
   return {
-    seat: new DataLoader((names) => seatsByNames(db, catalogue, names)),
-    machine: new DataLoader((names) => machinesByNames(db, names)),
-    holdingsBySeat: new DataLoader(async (seats) => groupBy(await listHoldings(db, { seats }), seats, (h) => h.seat)),
-    holdingsByMachine: new DataLoader(async (machines) => groupBy(await listHoldings(db, { machines }), machines, (h) => h.machine)),
+    seat,
+    machine,
+    holdingsBySeat: new KnownLoader(async (seats, asked) =>
+      nextLevel(
+        groupBy(await listHoldings(db, { seats }), seats, (h) => h.seat),
+        asked,
+      ),
+    ),
+    holdingsByMachine: new KnownLoader(async (machines, asked) =>
+      nextLevel(
+        groupBy(await listHoldings(db, { machines }), machines, (h) => h.machine),
+        asked,
+      ),
+    ),
     aliasesBySeat: new DataLoader((seats) => aliasesOfSeats(db, seats)),
     appliesByPlan: new DataLoader((plans) => appliesOfPlans(db, plans)),
   };

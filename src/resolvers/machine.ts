@@ -1,4 +1,5 @@
 import { builder } from '../schema/builder.js';
+import { selected } from '../schema/known-loader.js';
 import { MachineRef, MachineStateEnum } from '../schema/machine.js';
 import { listMachines } from '../services/machines/machines.js';
 import { forgetMachineVerb } from '../services/machines/verbs.js';
@@ -9,10 +10,13 @@ builder.queryFields((t) => ({
     type: [MachineRef],
     description: "Every machine, by name; of one `site` and in one `state` (judged as `Machine.state` is, at the request's instant) when given.",
     args: { state: t.arg({ type: MachineStateEnum }), site: t.arg.string() },
-    resolve: async (_root, args, ctx) => {
+    resolve: async (_root, args, ctx, info) => {
       const state = args.state ? { is: args.state, now: ctx.now, heartbeatSeconds: ctx.mesh.config.heartbeatSeconds } : null;
       const machines = await listMachines(ctx.mesh.db, { site: args.site, state });
       for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
+      // Look-ahead: the holdings of every machine in one statement before the machines resolve.
+      const holdings = selected(info.fieldNodes, 'holdings');
+      if (holdings.length) await ctx.loaders.holdingsByMachine.asks(holdings).prefetch(machines.map((m) => m.name));
       return machines;
     },
   }),
@@ -20,7 +24,7 @@ builder.queryFields((t) => ({
     type: MachineRef,
     nullable: true,
     args: { name: t.arg.string({ required: true }) },
-    resolve: async (_root, { name }, ctx) => (await ctx.loaders.machine.load(name)) ?? null,
+    resolve: async (_root, { name }, ctx) => (await ctx.loaders.machine.get(name)) ?? null,
   }),
 }));
 

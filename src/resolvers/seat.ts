@@ -1,5 +1,6 @@
 import { builder } from '../schema/builder.js';
 import type { GatewayContext } from '../schema/context.js';
+import { selected } from '../schema/known-loader.js';
 import { SeatInput, SeatRef } from '../schema/seat.js';
 import { defineSeatBy, renameSeatBy, type SeatChangeBy } from '../services/seats/changes.js';
 import { listSeats } from '../services/seats/seats.js';
@@ -10,9 +11,12 @@ builder.queryFields((t) => ({
   seats: t.field({
     type: [SeatRef],
     description: 'Every seat, by name.',
-    resolve: async (_root, _args, ctx) => {
+    resolve: async (_root, _args, ctx, info) => {
       const seats = await listSeats(ctx.mesh.db, ctx.mesh.catalogue);
       for (const seat of seats) ctx.loaders.seat.prime(seat.name, seat);
+      // Look-ahead: the holders of every seat in one statement before the seats resolve, so each seat's are at hand.
+      const holders = selected(info.fieldNodes, 'holders');
+      if (holders.length) await ctx.loaders.holdingsBySeat.asks(holders).prefetch(seats.map((s) => s.name));
       return seats;
     },
   }),
@@ -21,7 +25,7 @@ builder.queryFields((t) => ({
     nullable: true,
     description: 'The seat a name or an alias resolves to.',
     args: { name: t.arg.string({ required: true }) },
-    resolve: async (_root, { name }, ctx) => (await ctx.loaders.seat.load(name)) ?? null,
+    resolve: async (_root, { name }, ctx) => (await ctx.loaders.seat.get(name)) ?? null,
   }),
 }));
 

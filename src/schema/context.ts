@@ -5,13 +5,18 @@ import type { Mesh } from '../services/mesh.js';
 import type { PlanApply } from '../services/plans/applies.js';
 import type { Holding } from '../services/seats/holdings.js';
 import type { Seat } from '../services/seats/seats.js';
+import type { KnownLoader } from './known-loader.js';
 
-/** Per-request loaders: each seat, machine, holding list and plan's applies is fetched once per request. */
+/**
+ * Per-request loaders: each seat, machine, holding list and plan's applies is fetched once per
+ * request. Seats, machines and holdings answer without a promise once read (KnownLoader), and a
+ * whole level is read for all its parents at once when the query asks for it.
+ */
 export interface Loaders {
-  seat: DataLoader<string, Seat | undefined>;
-  machine: DataLoader<string, Machine | undefined>;
-  holdingsBySeat: DataLoader<string, Holding[]>;
-  holdingsByMachine: DataLoader<string, Holding[]>;
+  seat: KnownLoader<Seat | undefined>;
+  machine: KnownLoader<Machine | undefined>;
+  holdingsBySeat: KnownLoader<Holding[]>;
+  holdingsByMachine: KnownLoader<Holding[]>;
   aliasesBySeat: DataLoader<string, string[]>;
   appliesByPlan: DataLoader<string, PlanApply[]>;
 }

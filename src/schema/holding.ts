@@ -1,5 +1,6 @@
 import type { Holding } from '../services/seats/holdings.js';
 import { builder } from './builder.js';
+import { present } from './known-loader.js';
 import { MachineRef } from './machine.js';
 import { SeatRef } from './seat.js';
 
@@ -10,20 +11,12 @@ HoldingRef.implement({
   fields: (t) => ({
     seat: t.field({
       type: SeatRef,
-      resolve: async (holding, _args, ctx) => {
-        const seat = await ctx.loaders.seat.load(holding.seat);
-        if (!seat) throw new Error(`holding names seat ${holding.seat}, which is gone`);
-        return seat;
-      },
+      resolve: (holding, _args, ctx) => present(ctx.loaders.seat.get(holding.seat), () => `holding names seat ${holding.seat}, which is gone`),
     }),
     scope: t.exposeString('scope'),
     machine: t.field({
       type: MachineRef,
-      resolve: async (holding, _args, ctx) => {
-        const machine = await ctx.loaders.machine.load(holding.machine);
-        if (!machine) throw new Error(`holding names machine ${holding.machine}, which is gone`);
-        return machine;
-      },
+      resolve: (holding, _args, ctx) => present(ctx.loaders.machine.get(holding.machine), () => `holding names machine ${holding.machine}, which is gone`),
     }),
     module: t.exposeString('module'),
     site: t.exposeString('site', { nullable: true }),
@@ -36,8 +29,10 @@ builder.objectField(SeatRef, 'holders', (t) =>
   t.field({
     type: [HoldingRef],
     description: 'The holders on record, or where there are none, every running module whose manifest claims the seat (derived).',
-    resolve: (seat, _args, ctx) => ctx.loaders.holdingsBySeat.load(seat.name),
+    resolve: (seat, _args, ctx, info) => ctx.loaders.holdingsBySeat.asks(info.fieldNodes).get(seat.name),
   }),
 );
 
-builder.objectField(MachineRef, 'holdings', (t) => t.field({ type: [HoldingRef], resolve: (m, _args, ctx) => ctx.loaders.holdingsByMachine.load(m.name) }));
+builder.objectField(MachineRef, 'holdings', (t) =>
+  t.field({ type: [HoldingRef], resolve: (m, _args, ctx, info) => ctx.loaders.holdingsByMachine.asks(info.fieldNodes).get(m.name) }),
+);

@@ -16,6 +16,7 @@ import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
+import { useCompiledExecution } from './compiled-execution.js';
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
@@ -142,6 +143,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       useRequestBodyLimit(),
       useCsrfPrevention(),
       useOperationRate(rate, access),
+      useCompiledExecution(logger),
     ],
   });
 

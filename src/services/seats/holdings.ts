@@ -32,10 +32,12 @@ export interface HoldingFilter {
 export async function listHoldings(db: Db, filter: HoldingFilter = {}): Promise<Holding[]> {
   const { seats, machines } = filter;
   if (seats?.length === 0 || machines?.length === 0) return [];
-  const recordedSeat = seats ? sql`and h.seat in (${sql.join(seats)})` : sql``;
-  const recordedMachine = machines ? sql`and h.machine in (${sql.join(machines)})` : sql``;
-  const derivedSeat = seats ? sql`and k.seat in (${sql.join(seats)})` : sql``;
-  const derivedMachine = machines ? sql`and a.machine in (${sql.join(machines)})` : sql``;
+  // One array parameter per list, not one parameter per name: thousands of names planned as an
+  // IN list cost PostgreSQL more than the read itself (issue 13).
+  const recordedSeat = seats ? sql`and h.seat = any(${[...seats]}::text[])` : sql``;
+  const recordedMachine = machines ? sql`and h.machine = any(${[...machines]}::text[])` : sql``;
+  const derivedSeat = seats ? sql`and k.seat = any(${[...seats]}::text[])` : sql``;
+  const derivedMachine = machines ? sql`and a.machine = any(${[...machines]}::text[])` : sql``;
   // Recorded and derived holdings never share a seat, so `union all`; a module claiming a seat by
   // two of its names is one holder (`distinct`). Sorted here rather than by Postgres's collation.
   const result = await sql<{ holdings: [string, string, string, string, string | null, string, boolean][] | string }>`

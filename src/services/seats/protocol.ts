@@ -71,14 +71,22 @@ export function parseProtocol(input: unknown, what = 'protocol'): Protocol {
   return parsed.data;
 }
 
-/** Rows written before a column held data, or by hand, are read leniently: what is unreadable is empty. */
-function readList<T>(value: unknown, schema: z.ZodType<T>): T[] {
-  const parsed = z.array(schema).safeParse(value);
-  return parsed.success ? parsed.data : [];
+/**
+ * Rows written before a column held data, or by hand, are read leniently: what is unreadable is
+ * empty. The list schemas are built once: a seat read builds none (issue 13's profile found
+ * building them per seat among the costs of a nested read), and an empty list is not parsed at all.
+ */
+function listReader<T>(schema: z.ZodType<T>): (value: unknown) => T[] {
+  const list = z.array(schema);
+  return (value) => {
+    if (Array.isArray(value) && value.length === 0) return [];
+    const parsed = list.safeParse(value);
+    return parsed.success ? parsed.data : [];
+  };
 }
 
-export const readVerbs = (value: unknown): Verb[] => readList(value, verbSchema as unknown as z.ZodType<Verb>);
-export const readNames = (value: unknown): string[] => readList(value, z.string());
+export const readVerbs: (value: unknown) => Verb[] = listReader(verbSchema as unknown as z.ZodType<Verb>);
+export const readNames: (value: unknown) => string[] = listReader(z.string());
 
 const sameVerb = (a: Verb, b: Verb): boolean => canonical(a) === canonical(b);
 

@@ -76,7 +76,7 @@ export async function seatsByNames(db: Db, catalogue: Catalogue, names: readonly
   const rows = await seatQuery(db, catalogue)
     .leftJoin('seat_alias', 'seat_alias.seat', 'seat.name')
     .select('seat_alias.alias')
-    .where((eb) => eb.or([eb('seat.name', 'in', keys), eb('seat_alias.alias', 'in', keys)]))
+    .where(sql<boolean>`(seat.name = any(${keys}::text[]) or seat_alias.alias = any(${keys}::text[]))`)
     .execute();
   const byKey = new Map<string, Seat>();
   for (const row of rows) {
