@@ -16,6 +16,7 @@ import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
+import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
@@ -80,7 +81,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     cors: mesh.config.corsOrigins.length ? { origin: mesh.config.corsOrigins, credentials: true } : false,
     // Bounded by useRequestBodyLimit below, at the same size, without a counting stream per POST.
     maxRequestBodySize: false,
-    graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS' },
+    graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS', defaultQuery: GRAPHIQL_DEFAULT_QUERY },
+    renderGraphiQL: offlineGraphiQL(),
     logging: {
       debug: (...args) => logger.debug(args.length > 1 ? { args } : args[0]),
       info: (...args) => logger.info(args.length > 1 ? { args } : args[0]),
