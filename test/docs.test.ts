@@ -4,6 +4,7 @@ import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
 import * as newsStream from '../src/bus/news-stream.js';
 import * as names from '../src/kernel/names.js';
+import * as health from '../src/server/health.js';
 import * as server from '../src/server/http.js';
 import * as persisted from '../src/server/persisted.js';
 import * as ready from '../src/server/ready.js';
@@ -32,6 +33,7 @@ const modules = [
   newsStream,
   names,
   server,
+  health,
   ready,
   requestBodyLimit,
   forward,

@@ -18,6 +18,7 @@ import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPreventio
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
 import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
+import { meshHealth } from './health.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
@@ -144,16 +145,17 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     ],
   });
 
-  const drain = createDrain(mesh.config.replica);
+  const health = meshHealth(mesh);
+  const drain = createDrain(mesh.config.replica, health);
   // An open gateway (no tokens) listens on loopback; a page of a DNS name rebound to 127.0.0.1
   // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
   const loopbackOnly = access.open;
-  const server = createServer(
-    drain.handler((request, response) => {
-      if (loopbackOnly && refuseForeignHost(request, response)) return;
-      void yoga(request, response);
-    }),
-  );
+  const answer = drain.handler((request, response) => void yoga(request, response));
+  const server = createServer((request, response) => {
+    // `/ready` answers any Host (a balancer may probe by address); everything else is guarded.
+    if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
+    answer(request, response);
+  });
   const wss = new WebSocketServer({
     server,
     path: '/graphql',
@@ -185,6 +187,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         });
       }),
     async stop() {
+      health.stop();
       await wsServer.dispose();
       for (const client of wss.clients) client.close(1001, 'the gateway is stopping');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
@@ -209,6 +212,8 @@ function clientError(value: unknown): { code: string; message: string; path?: re
   const code = cause instanceof DomainError ? cause.code : String(value.extensions?.code ?? 'BAD_REQUEST');
   return { code, message: value.message, path: value.path };
 }
+
+const isReadyProbe = (url: string | undefined): boolean => (url ?? '').split('?')[0] === '/ready';
 
 function disableIntrospection(): Plugin {
   return {
