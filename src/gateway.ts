@@ -107,7 +107,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       () => composer.stop(),
       () => applyTimeouts.stop(),
     );
-    const http = buildHttpApp({ schema, mesh, access, logger });
+    const http = buildHttpApp({ schema, mesh, access, logger, observed: { composer, news } });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());
     logger.info({ url, replica: config.replica }, 'serving GraphQL (GraphiQL in a browser at this address)');

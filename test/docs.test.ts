@@ -4,6 +4,7 @@ import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
 import * as newsStream from '../src/bus/news-stream.js';
 import * as names from '../src/kernel/names.js';
+import * as accessLog from '../src/server/access-log.js';
 import * as health from '../src/server/health.js';
 import * as server from '../src/server/http.js';
 import * as persisted from '../src/server/persisted.js';
@@ -33,6 +34,7 @@ const modules = [
   newsStream,
   names,
   server,
+  accessLog,
   health,
   ready,
   requestBodyLimit,

@@ -65,6 +65,8 @@ export function checkActing(args: { why?: unknown; cause?: unknown; condition?: 
 export interface HandActLog {
   buckets: Pick<Buckets, 'handActs'>;
   views: { handActs: KvView<HandAct> };
+  /** Where each hand-act is logged as it is recorded (absent in tests of the log alone). */
+  logger?: Logger;
 }
 
 export interface NewHandAct {
@@ -110,6 +112,10 @@ export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promis
   };
   const revision = await mesh.buckets.handActs.create(record.id, JSON.stringify(record));
   mesh.views.handActs.apply(record.id, record, revision);
+  mesh.logger?.info(
+    { handActId: record.id, actor: record.actor, act: record.act, target: record.target, cause: record.cause, why: record.why },
+    'hand-act recorded',
+  );
   return record;
 }
 
