@@ -30,6 +30,7 @@ async function run(operation: string): Promise<void> {
 }
 
 /** The response pane's text, its non-breaking spaces read as spaces. */
+// biome-ignore lint/performance/useDomNodeTextContent: Monaco lays the text out in lines; innerText reads it as shown
 const result = async () => (await browser.page.locator('.graphiql-response').innerText()).replace(/\u00a0/g, ' ');
 
 test('GraphiQL loads with the network closed, opens on a query of the mesh, and runs a query and a subscription', async () => {
@@ -39,6 +40,7 @@ test('GraphiQL loads with the network closed, opens on a query of the mesh, and 
   const html = await response!.text();
   expect(html).not.toMatch(/unpkg|jsdelivr|cdn\.|googleapis/);
   await page.locator('.graphiql-execute-button').waitFor({ timeout: 20_000 });
+  // biome-ignore lint/performance/useDomNodeTextContent: Monaco lays the text out in lines; innerText reads it as shown
   await expect.poll(() => page.locator('.graphiql-query-editor').innerText()).toContain('status');
 
   await page.locator('.graphiql-execute-button').click();

@@ -16,6 +16,7 @@ import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { accessLog } from './access-log.js';
 import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
+import { dashboardFiles } from './dashboard.js';
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
 import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
@@ -163,8 +164,10 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   // An open gateway (no tokens) listens on loopback; a page of a DNS name rebound to 127.0.0.1
   // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
   const loopbackOnly = access.open;
+  const dashboard = dashboardFiles();
   const answer = drain.handler((request, response) => {
     if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
+    if (dashboard.serve(request, response)) return;
     void yoga(request, response);
   });
   const server = createServer(
