@@ -1,7 +1,7 @@
 import type { ListChanges, Status, StatusDelta } from './types.js';
 
 /** Applies one list's changes (docs/status-deltas.md): drop removed, replace changed in place, then order or insert added. */
-export function applyList<T>(list: T[], changes: ListChanges<T>, key: (item: T) => string): T[] {
+function applyList<T>(list: T[], changes: ListChanges<T>, key: (item: T) => string): T[] {
   const removed = new Set(changes.removed);
   const changed = new Map((changes.changed ?? []).map((item) => [key(item), item]));
   const next = list.filter((item) => !removed.has(key(item))).map((item) => changed.get(key(item)) ?? item);

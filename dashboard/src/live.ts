@@ -30,7 +30,7 @@ const FORBIDDEN = 4403;
  * here once the schema takes one; `statusChanges` takes no argument today, so a reconnect is
  * answered with a whole composition first.
  */
-export function changesRequest(_seqHeld: number | undefined): { query: string; variables: Record<string, unknown> } {
+function changesRequest(_seqHeld: number | undefined): { query: string; variables: Record<string, unknown> } {
   return { query: STATUS_CHANGES, variables: {} };
 }
 
