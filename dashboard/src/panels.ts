@@ -1,6 +1,9 @@
 import { ago, byId, clock, el, seconds } from './dom.js';
 import type { ListChanges, PlanStatus, RepeatedCause, SeatStatus, Status } from './types.js';
 
+/** A replicated seat may have hundreds of holders: the row names this many and counts the rest. */
+const HOLDERS_SHOWN = 6;
+
 /** The seats table: a row per seat, replaced only when that seat changed. */
 export class SeatTable {
   private readonly rows = new Map<string, HTMLTableRowElement>();
@@ -39,8 +42,12 @@ export class SeatTable {
     const tr = el('tr', s.held ? 'held' : 'unheld');
     tr.dataset.seat = s.name;
     const holders = el('td');
-    for (const h of s.holders)
-      holders.append(el('span', h.derived ? 'holder derived' : 'holder recorded', `${h.machine}/${h.module}${h.derived ? ' (derived)' : ''}`));
+    for (const h of s.holders.slice(0, HOLDERS_SHOWN))
+      holders.append(el('span', h.derived ? 'holder derived' : 'holder recorded', `${h.machine}/${h.module}${h.derived ? ' (derived)' : ' (recorded)'}`));
+    if (s.holders.length > HOLDERS_SHOWN) {
+      const derived = s.holders.filter((h) => h.derived).length;
+      holders.append(el('span', 'muted', `+${s.holders.length - HOLDERS_SHOWN} more (${s.holders.length - derived} recorded, ${derived} derived in all)`));
+    }
     if (!s.holders.length) holders.append(el('span', 'muted', 'no holder'));
     tr.append(el('td', undefined, s.name), el('td', s.held ? 'yes' : 'no', s.held ? 'held' : 'unheld'), holders);
     this.rows.set(s.name, tr);
