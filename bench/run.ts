@@ -1,8 +1,9 @@
 import { run as compose } from './compose.js';
+import { run as dashboard } from './dashboard.js';
 import { run as fanout } from './fanout.js';
 
 // Each bench prints its figures; `npm run bench -- compose` runs one by name, no name runs them all.
-const BENCHES: Record<string, () => Promise<string>> = { compose, fanout };
+const BENCHES: Record<string, () => Promise<string>> = { compose, fanout, dashboard };
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of asked.length ? asked : Object.keys(BENCHES)) {

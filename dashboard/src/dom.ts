@@ -13,11 +13,13 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
 }
 
 /** "12:03:04", or the date too when not today. */
+const TIME = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+const DATE_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium', hour12: false });
+
 export function clock(iso: string | null | undefined): string {
   if (!iso) return '';
   const at = new Date(iso);
-  const today = new Date().toDateString() === at.toDateString();
-  return today ? at.toLocaleTimeString([], { hour12: false }) : at.toLocaleString([], { hour12: false });
+  return (new Date().toDateString() === at.toDateString() ? TIME : DATE_TIME).format(at);
 }
 
 /** "4 s", "3 min", "2 h" since an instant. */

@@ -55,6 +55,12 @@ export class MachineGrid {
   private readonly detail = byId('machine-detail');
 
   constructor() {
+    // The tooltip is written when a cell is pointed at, not for every cell at every composition.
+    this.root.addEventListener('mouseover', (event) => {
+      const cell = (event.target as HTMLElement).closest<HTMLElement>('.m');
+      const m = cell?.dataset.name ? this.machines.get(cell.dataset.name) : undefined;
+      if (cell && m) cell.title = `${m.name} · ${m.state} · heard ${clock(m.lastHeardAt)}`;
+    });
     this.root.addEventListener('click', (event) => {
       const cell = (event.target as HTMLElement).closest<HTMLElement>('.m');
       if (cell?.dataset.name) this.select(cell.dataset.name);
@@ -143,10 +149,11 @@ export class MachineGrid {
     return cell;
   }
 
+  /** Touches the cell only when its state moved: a round of heartbeats changes every machine's lastHeardAt and no cell. */
   private paint(cell: HTMLElement, m: MachineStatus): void {
+    if (cell.dataset.state === m.state) return;
     cell.className = `m ${m.state}${m.name === this.selected ? ' selected' : ''}`;
     cell.dataset.state = m.state;
-    cell.title = `${m.name} · ${m.state} · heard ${clock(m.lastHeardAt)}`;
   }
 
   private add(m: MachineStatus, touched: Set<Site>): void {
