@@ -17,9 +17,11 @@ export function requestIdOf(req: IncomingMessage): string {
 }
 
 /** The operation's name as given, else the name in the document's first operation, else undefined. */
-function operationNameOf(params: { operationName?: string | null; query?: string }): string | undefined {
-  if (params.operationName) return params.operationName.slice(0, 200);
-  const named = /^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/m.exec((params.query ?? '').slice(0, 10_000));
+function operationNameOf(params: { operationName?: unknown; query?: unknown }): string | undefined {
+  // Parameters are not judged yet here: anything may come, and the request's own refusal follows.
+  if (typeof params.operationName === 'string' && params.operationName) return params.operationName.slice(0, 200);
+  if (typeof params.query !== 'string') return undefined;
+  const named = /^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/m.exec(params.query.slice(0, 10_000));
   return named?.[1];
 }
 
