@@ -57,6 +57,8 @@ export function accessLog(logger: Logger, access: Access, onAnswered: (method: s
     http: (next) => (req: IncomingMessage, res: ServerResponse) => {
       const started = performance.now();
       const requestId = requestIdOf(req);
+      // Read now: once the response ends, a socket cut mid-body (a 413) may be gone from the request.
+      const address = req.socket?.remoteAddress;
       res.setHeader('x-request-id', requestId);
       let logged = false;
       const log = () => {
@@ -75,13 +77,21 @@ export function accessLog(logger: Logger, access: Access, onAnswered: (method: s
           status,
           ms: Math.round(seconds * 10_000) / 10,
           requestId,
-          address: req.socket.remoteAddress,
+          address,
         };
         if (PROBE_PATHS.has(path)) logger.debug(line, 'request');
         else logger.info(line, 'request');
       };
-      res.once('finish', log);
-      res.once('close', log);
+      // A log line never takes the process down.
+      const safeLog = () => {
+        try {
+          log();
+        } catch (error) {
+          logger.warn({ err: error }, 'access log line failed');
+        }
+      };
+      res.once('finish', safeLog);
+      res.once('close', safeLog);
       next(req, res);
     },
     plugin: {
@@ -93,6 +103,7 @@ export function accessLog(logger: Logger, access: Access, onAnswered: (method: s
     },
     socket(req, requestId) {
       const opened = performance.now();
+      const address = req.socket?.remoteAddress;
       const names: string[] = [];
       let count = 0;
       let caller = 'none';
@@ -117,7 +128,7 @@ export function accessLog(logger: Logger, access: Access, onAnswered: (method: s
               status: code,
               ms: Math.round(performance.now() - opened),
               requestId,
-              address: req.socket.remoteAddress,
+              address,
             },
             'websocket',
           );

@@ -1,4 +1,3 @@
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import type { GraphiQLOptions } from 'graphql-yoga';
 
 /**
@@ -30,15 +29,17 @@ query Mesh {
 
 /**
  * GraphiQL with every script, style and worker inlined (@graphql-yoga/render-graphiql), so the
- * page works on a network that reaches nothing but the gateway. The page is about 9 MB; it is
+ * page works on a network that reaches nothing but the gateway. Its module (9 MB of JavaScript,
+ * ~150 ms to load) is imported when GraphiQL is first asked for, not at every start; the page is
  * rendered once per options and kept.
  */
-export function offlineGraphiQL(): (options: GraphiQLOptions) => string {
+export function offlineGraphiQL(): (options: GraphiQLOptions) => Promise<string> {
   const rendered = new Map<string, string>();
-  return (options) => {
+  return async (options) => {
     const key = JSON.stringify(options);
     let page = rendered.get(key);
     if (page === undefined) {
+      const { renderGraphiQL } = await import('@graphql-yoga/render-graphiql');
       page = renderGraphiQL(options);
       if (rendered.size < 4) rendered.set(key, page);
     }
