@@ -9,6 +9,8 @@ export default defineConfig({
   resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
   test: {
     include: ['test/**/*.test.ts'],
+    // Builds the dashboard (dist/dashboard) when its sources are newer than the build: the gateway serves it at `/`.
+    globalSetup: ['test/build-dashboard.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

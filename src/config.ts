@@ -176,3 +176,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     persistedOnly: flag(env, 'MESH_PERSISTED_ONLY', false),
   };
 }
+
+/** The file under MESH_DATA_DIR naming the NATS a gateway without NATS_URL uses (a child nats-server's port changes per start); `npm run simulate` reads it. */
+export const NATS_URL_FILE = 'nats.url';

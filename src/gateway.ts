@@ -1,10 +1,12 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ensureBuckets } from './bus/buckets.js';
 import { connectBus } from './bus/nats.js';
 import { ensureNewsStream } from './bus/news-stream.js';
 import { ensureStatusStream } from './bus/status-stream.js';
 import { subjectsUnder } from './bus/subjects.js';
-import type { Config } from './config.js';
+import { type Config, NATS_URL_FILE } from './config.js';
 import { isStoreUnavailable } from './kernel/errors.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server/http.js';
@@ -33,6 +35,20 @@ export interface Gateway {
   news: NewsIngest;
   composer: Composer;
   stop(): Promise<void>;
+}
+
+/** Writes `<dataDir>/nats.url`; the returned stop removes it while it still names this gateway's NATS. */
+function noteNatsUrl(dataDir: string, url: string): () => Promise<void> {
+  const path = join(dataDir, NATS_URL_FILE);
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(path, `${url}\n`);
+  return async () => {
+    try {
+      if (readFileSync(path, 'utf8').trim() === url) rmSync(path, { force: true });
+    } catch {
+      // Already gone.
+    }
+  };
 }
 
 export interface GatewayOptions {
@@ -86,6 +102,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       name: `mesh-gateway ${config.replica}`,
     });
     stops.push(() => bus.close());
+    // Without NATS_URL the NATS found (or the child started) is written down, so `npm run simulate` finds it.
+    if (!config.natsUrl) stops.push(noteNatsUrl(config.dataDir, bus.url));
     const buckets = await ensureBuckets(bus.nc, bus.jsm, config.controller, logger, config.kvReplicas);
     const views = { calls: await startCallView(buckets, bus.jsm, logger), handActs: await startHandActView(buckets, bus.jsm, logger) };
     stops.push(async () => (views.calls.stop(), views.handActs.stop()));
@@ -121,7 +139,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       () => composer.stop(),
       () => applyTimeouts.stop(),
     );
-    const http = buildHttpApp({ schema, mesh, access, logger });
+    const http = buildHttpApp({ schema, mesh, access, logger, observed: { composer, news } });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());
     logger.info({ url, replica: config.replica }, 'serving GraphQL (GraphiQL in a browser at this address)');

@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { connect } from '@nats-io/transport-node';
 import { DEFAULT_NATS_URL } from './bus/nats.js';
 import { subjectsUnder } from './bus/subjects.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, NATS_URL_FILE } from './config.js';
 import { createLogger } from './logger.js';
 import type { ApplyMessage } from './services/plans/rollout.js';
 
@@ -76,13 +78,28 @@ function agents(count: number, sites: number, heartbeatMs: number): Agent[] {
   });
 }
 
+/**
+ * NATS_URL when set; else the NATS a gateway started without NATS_URL wrote to
+ * `<MESH_DATA_DIR>/nats.url` (its child nats-server's port is picked at start); else 127.0.0.1:4222.
+ */
+function natsUrlFor(config: { natsUrl: string[] | undefined; dataDir: string }): string[] {
+  if (config.natsUrl) return config.natsUrl;
+  try {
+    const noted = readFileSync(join(config.dataDir, NATS_URL_FILE), 'utf8').trim();
+    if (noted) return noted.split(',');
+  } catch {
+    // No gateway wrote one: the machine's NATS.
+  }
+  return [DEFAULT_NATS_URL];
+}
+
 async function main(): Promise<void> {
   const opts = options();
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const subjects = subjectsUnder(config.subjects);
   const heartbeatMs = config.heartbeatSeconds * 1000;
-  const nc = await connect({ servers: config.natsUrl ?? [DEFAULT_NATS_URL], user: config.natsUser, pass: config.natsPassword, name: 'mesh-simulator' });
+  const nc = await connect({ servers: natsUrlFor(config), user: config.natsUser, pass: config.natsPassword, name: 'mesh-simulator' });
   const mesh = agents(opts.machines, opts.sites, heartbeatMs);
   const byName = new Map(mesh.map((a) => [a.name, a]));
   const counts = { heartbeats: 0, applies: 0, reports: 0, failed: 0, builds: 0 };

@@ -7,6 +7,8 @@ import * as retry from '../src/bus/retry.js';
 import * as statusStream from '../src/bus/status-stream.js';
 import * as config from '../src/config.js';
 import * as names from '../src/kernel/names.js';
+import * as accessLog from '../src/server/access-log.js';
+import * as health from '../src/server/health.js';
 import * as server from '../src/server/http.js';
 import * as persisted from '../src/server/persisted.js';
 import * as ready from '../src/server/ready.js';
@@ -44,6 +46,8 @@ const modules = [
   config,
   names,
   server,
+  accessLog,
+  health,
   ready,
   requestBodyLimit,
   forward,

@@ -64,8 +64,9 @@ const socketStatus = (url: string) =>
 test('on SIGTERM the gateway reports not ready at once, refuses new operations, lets in-flight requests finish, and exits 0 leaving no call RUNNING or ABANDONED', async () => {
   const gateway = await start();
   const origin = new URL(gateway.url).origin;
+  // Ready once the store answers, NATS is connected and the first composition was heard.
+  await expect.poll(async () => (await fetch(`${origin}/ready`)).status, { timeout: 10_000, interval: 50 }).toBe(200);
   const ready = await fetch(`${origin}/ready`);
-  expect(ready.status).toBe(200);
   expect(await ready.json()).toMatchObject({ ready: true, draining: false });
   expect(await socketStatus(gateway.url)).toBe(101);
 

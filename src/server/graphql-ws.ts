@@ -9,6 +9,7 @@ import { operationKey } from '../fanout/operation-key.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import { type Access, scopesShrank } from '../services/access/tokens.js';
+import { type AccessLog, requestIdOf } from './access-log.js';
 import { variablesRefusal } from './document-guard.js';
 import type { PersistedOperations } from './persisted.js';
 import type { OperationRate } from './rate-limit.js';
@@ -32,6 +33,8 @@ export interface GraphqlWsOptions {
   /** Serves the live status subscriptions; without it every subscription is executed per subscriber. */
   fanout?: Fanout;
   keepAliveMs?: number;
+  /** One line per connection as it closes. */
+  accessLog?: AccessLog;
   /** What one client may hold open; over a cap a socket is closed 4429, an operation answered with an error. */
   caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
   /** Each operation counts against its caller's rate; over it, that operation's error. */
@@ -83,7 +86,7 @@ function refusal(error: unknown, logger: Logger): GraphQLError {
  * envelop (auth, context, limits, masking); a subscription of a live status field joins the
  * fanout's group for its operation and caller instead of being executed for this subscriber alone.
  */
-export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, persisted, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): {
+export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, persisted, accessLog, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): {
   dispose(): Promise<void>;
 } {
   const perAddress = new Counter();
@@ -92,6 +95,14 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
   const counted = new WeakMap<WebSocket, string>();
   /** Each acknowledged socket still open, and what it authenticated with: one entry per open socket. */
   const acknowledged = new Map<WebSocket, WsExtra>();
+  /** Each socket's access-log line in the making, and the request id its upgrade was answered with. */
+  const socketLogs = new WeakMap<WebSocket, ReturnType<AccessLog['socket']>>();
+  const upgradeIds = new WeakMap<IncomingMessage, string>();
+  wss.on('headers', (headers, request) => {
+    const id = requestIdOf(request);
+    upgradeIds.set(request, id);
+    headers.push(`x-request-id: ${id}`);
+  });
   // A revoked token, or one whose scopes shrank, loses its sockets (4403, graphql-ws's Forbidden).
   const stopReload = access.onReload(() => {
     for (const [socket, extra] of acknowledged) {
@@ -129,6 +140,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       }
       ctx.extra.caller = caller;
       ctx.extra.authorization = presented;
+      socketLogs.get(ctx.extra.socket)?.caller(caller.name);
       perCaller.add(caller.name);
       counted.set(ctx.extra.socket, caller.name);
       if (ctx.extra.socket.readyState === WebSocket.OPEN) acknowledged.set(ctx.extra.socket, ctx.extra);
@@ -144,6 +156,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
         ];
       }
       const caller = ctx.extra.caller as Caller;
+      socketLogs.get(ctx.extra.socket)?.operation(payload);
       const wait = rate.take(caller.name);
       if (wait > 0) return [refusal(rate.refusal(caller.name, wait), logger)];
       let params = payload;
@@ -225,6 +238,11 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
   const alive = new WeakSet<WebSocket>();
 
   wss.on('connection', (socket, request) => {
+    if (accessLog) {
+      const line = accessLog.socket(request, upgradeIds.get(request) ?? requestIdOf(request));
+      socketLogs.set(socket, line);
+      socket.once('close', (code) => line.closed(code));
+    }
     const address = request.socket.remoteAddress ?? 'unknown';
     if (perAddress.get(address) >= caps.socketsPerAddress) {
       logger.info({ address, cap: caps.socketsPerAddress }, 'WebSocket refused: sockets per address');

@@ -15,10 +15,15 @@ import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
+import { accessLog } from './access-log.js';
 import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
 import { useCompiledExecution } from './compiled-execution.js';
+import { dashboardFiles } from './dashboard.js';
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
+import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
+import { meshHealth } from './health.js';
+import { createMetrics, type MetricSources, type Metrics } from './metrics.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
@@ -34,6 +39,8 @@ export interface ServerOptions {
   logger: Logger;
   /** Extra envelop plugins (status caching comes this way). */
   plugins?: Plugin[];
+  /** Counts kept by the composer and the news ingest, read by /metrics. */
+  observed?: Pick<MetricSources, 'composer' | 'news'>;
 }
 
 export interface HttpApp {
@@ -46,6 +53,8 @@ export interface HttpApp {
   statusCache?: StatusQueryCache;
   /** `/ready`, the requests in flight, and the refusal of new ones once draining (SIGTERM). */
   drain: Drain;
+  /** `/metrics`: this gateway's own Prometheus registry. */
+  metrics: Metrics;
   start(host: string, port: number): Promise<string>;
   stop(): Promise<void>;
 }
@@ -72,8 +81,14 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const rate = new OperationRate(mesh.config.caps.operationsPerSecond);
   const persisted = loadPersistedOperations(mesh.config.persistedOnly);
   if (persisted.only) logger.info({ operations: persisted.size }, 'MESH_PERSISTED_ONLY: answering the manifest operations only');
+  const health = meshHealth(mesh);
+  let wss: WebSocketServer | undefined;
+  // Made before the fan-out, so its time per composition is measured around the fan-out's listener.
+  const metrics = createMetrics({ mesh, health, sockets: () => wss?.clients, ...options.observed });
   const fanout = mesh.status ? new Fanout({ feed: mesh.status, fields: LIVE_STATUS_FIELDS, logger }) : undefined;
   const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
+  metrics.afterFanout({ fanout, statusCache });
+  const log = accessLog(logger, access, metrics.request);
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
     schema: options.schema,
     graphqlEndpoint: '/graphql',
@@ -82,7 +97,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     cors: mesh.config.corsOrigins.length ? { origin: mesh.config.corsOrigins, credentials: true } : false,
     // Bounded by useRequestBodyLimit below, at the same size, without a counting stream per POST.
     maxRequestBodySize: false,
-    graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS' },
+    graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS', defaultQuery: GRAPHIQL_DEFAULT_QUERY },
+    renderGraphiQL: offlineGraphiQL(),
     logging: {
       debug: (...args) => logger.debug(args.length > 1 ? { args } : args[0]),
       info: (...args) => logger.info(args.length > 1 ? { args } : args[0]),
@@ -119,6 +135,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       now: new Date(),
     }),
     plugins: [
+      // First: the operation's name is noted before any plugin answers (the status cache does, early).
+      log.plugin,
       EnvelopArmorPlugin({
         maxDepth: { n: QUERY_LIMITS.depth },
         maxAliases: { n: QUERY_LIMITS.aliases },
@@ -147,17 +165,24 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     ],
   });
 
-  const drain = createDrain(mesh.config.replica);
+  const drain = createDrain(mesh.config.replica, health);
   // An open gateway (no tokens) listens on loopback; a page of a DNS name rebound to 127.0.0.1
   // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
   const loopbackOnly = access.open;
+  const dashboard = dashboardFiles();
+  const answer = drain.handler((request, response) => {
+    if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
+    if (dashboard.serve(request, response)) return;
+    void yoga(request, response);
+  });
   const server = createServer(
-    drain.handler((request, response) => {
-      if (loopbackOnly && refuseForeignHost(request, response)) return;
-      void yoga(request, response);
+    log.http((request, response) => {
+      // `/ready` answers any Host (a balancer may probe by address); everything else is guarded.
+      if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
+      answer(request, response);
     }),
   );
-  const wss = new WebSocketServer({
+  wss = new WebSocketServer({
     server,
     path: '/graphql',
     maxPayload: 1 << 20,
@@ -170,7 +195,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     },
   });
 
-  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, rate, persisted });
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, rate, persisted, accessLog: log });
 
   return {
     yoga,
@@ -179,6 +204,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     fanout,
     statusCache,
     drain,
+    metrics,
     start: (host, port) =>
       new Promise((resolve, reject) => {
         server.once('error', reject);
@@ -188,6 +214,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         });
       }),
     async stop() {
+      health.stop();
+      metrics.stop();
       await wsServer.dispose();
       for (const client of wss.clients) client.close(1001, 'the gateway is stopping');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
@@ -212,6 +240,8 @@ function clientError(value: unknown): { code: string; message: string; path?: re
   const code = cause instanceof DomainError ? cause.code : String(value.extensions?.code ?? 'BAD_REQUEST');
   return { code, message: value.message, path: value.path };
 }
+
+const isReadyProbe = (url: string | undefined): boolean => (url ?? '').split('?')[0] === '/ready';
 
 function disableIntrospection(): Plugin {
   return {

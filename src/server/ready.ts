@@ -1,20 +1,24 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Check, Health } from './health.js';
 
 /** What a draining replica asks clients to wait before retrying: about the time a balancer takes to stop sending here. */
 export const DRAIN_RETRY_AFTER_S = 5;
 
-/** The answer of `GET /ready`. The dashboard issue adds the store, NATS and composition checks here. */
+/** The answer of `GET /ready`: ready when not draining and every named check passes. */
 interface Readiness {
   ready: boolean;
   /** True from SIGTERM on: the replica finishes what it has and takes nothing new. */
   draining: boolean;
   replica: string;
+  /** `store` (answers `select 1`), `nats` (connected), `composition` (heard within COMPOSITION_STALE_MS). */
+  checks: Record<string, Check>;
 }
 
-/** `GET /ready`: 200 `{"ready":true,…}` while this replica takes operations, 503 while it drains. */
-function readiness(state: { draining: boolean; replica: string }): { status: 200 | 503; body: Readiness } {
-  const ready = !state.draining;
-  return { status: ready ? 200 : 503, body: { ready, draining: state.draining, replica: state.replica } };
+/** `GET /ready`: 200 `{"ready":true,…}` while this replica takes operations and every check passes; 503 otherwise, at once while it drains. */
+async function readiness(state: { draining: boolean; replica: string; health?: Health }): Promise<{ status: 200 | 503; body: Readiness }> {
+  const checks = state.health ? await state.health.checks() : {};
+  const ready = !state.draining && Object.values(checks).every((check) => check.ok);
+  return { status: ready ? 200 : 503, body: { ready, draining: state.draining, replica: state.replica, checks } };
 }
 
 /**
@@ -32,7 +36,8 @@ export interface Drain {
   handler(next: RequestListener): RequestListener;
 }
 
-export function createDrain(replica: string): Drain {
+/** `health` gives `/ready` its checks; without it (tests of the drain alone) readiness is only "not draining". */
+export function createDrain(replica: string, health?: Health): Drain {
   let draining = false;
   let inFlight = 0;
   // At most one waiter per stop: the gateway's drain.
@@ -58,9 +63,16 @@ export function createDrain(replica: string): Drain {
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
     handler: (next) => (req: IncomingMessage, res: ServerResponse) => {
       const path = (req.url ?? '').split('?')[0];
-      if (path === '/ready' && (req.method === 'GET' || req.method === 'HEAD')) {
-        const answer = readiness({ draining, replica });
-        return json(res, answer.status, answer.body);
+      if ((path === '/ready' || path === '/health') && (req.method === 'GET' || req.method === 'HEAD')) {
+        // The process is up: a draining replica is alive too (its balancer reads /ready).
+        if (path === '/health') return json(res, 200, { ok: true, replica, draining, uptimeS: Math.round(process.uptime()) });
+        // Draining answers at once, checks or not: the balancer must stop sending here now.
+        if (draining) return json(res, 503, { ready: false, draining, replica, checks: {} });
+        void readiness({ draining, replica, health }).then(
+          (answer) => json(res, answer.status, answer.body),
+          (error) => json(res, 503, { ready: false, draining, replica, checks: { error: { ok: false, error: String(error) } } }),
+        );
+        return;
       }
       if (draining) {
         return json(

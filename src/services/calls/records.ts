@@ -28,6 +28,8 @@ export interface CallsMesh {
   buckets: Pick<Buckets, 'calls'>;
   views: { calls: KvView<CallSummary> };
   config: { replica: string };
+  /** Where a call's end is logged, one line each (absent in tests of the records alone). */
+  logger?: Logger;
 }
 
 export interface CallError {
@@ -112,6 +114,14 @@ async function write(mesh: CallsMesh, call: Call): Promise<Call> {
   const body = JSON.stringify(call);
   const revision = await retryLeaderless(() => mesh.buckets.calls.put(call.id, body), `call ${call.id}`);
   mesh.views.calls.apply(call.id, summary(call), revision);
+  // An operator follows calls in the log: one line as each ends, by the replica that ran it.
+  if (call.state !== 'RUNNING' && mesh.logger) {
+    const ms = call.endedAt ? Date.parse(call.endedAt) - Date.parse(call.startedAt) : undefined;
+    mesh.logger.info(
+      { callId: call.id, seat: call.seat, verb: call.verb, caller: call.caller, door: call.door, state: call.state, ms, errorCode: call.error?.code },
+      'call ended',
+    );
+  }
   return call;
 }
 

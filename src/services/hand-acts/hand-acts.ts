@@ -66,6 +66,8 @@ export function checkActing(args: { why?: unknown; cause?: unknown; condition?: 
 export interface HandActLog {
   buckets: Pick<Buckets, 'handActs'>;
   views: { handActs: KvView<HandAct> };
+  /** Where each hand-act is logged as it is recorded (absent in tests of the log alone). */
+  logger?: Logger;
 }
 
 export interface NewHandAct {
@@ -121,6 +123,10 @@ export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promis
     }
   }, `hand-act ${record.id}`);
   mesh.views.handActs.apply(record.id, record, revision);
+  mesh.logger?.info(
+    { handActId: record.id, actor: record.actor, act: record.act, target: record.target, cause: record.cause, why: record.why },
+    'hand-act recorded',
+  );
   return record;
 }
 

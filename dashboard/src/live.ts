@@ -1,0 +1,107 @@
+import { type Client, createClient } from 'graphql-ws';
+import { applyDelta } from './apply.js';
+import { STATUS_CHANGES } from './queries.js';
+import type { Status, StatusChange, StatusDelta } from './types.js';
+
+/** What the connection indicator shows. */
+export type Connection = 'connecting' | 'live' | 'reconnecting' | 'refused';
+
+export interface LiveOptions {
+  /** The graphql-ws address, ws://host/graphql. */
+  url: string;
+  /** The token to present, when the person gave one. */
+  token(): string | undefined;
+  /** A whole composition: replace everything shown. */
+  onFull(status: Status): void;
+  /** A delta applied to the composition held: update only what it names. */
+  onDelta(delta: StatusDelta, status: Status): void;
+  onConnection(state: Connection, detail?: string): void;
+}
+
+/** The first wait before reconnecting; it doubles up to RECONNECT_MAX_MS. */
+const RECONNECT_FIRST_MS = 500;
+const RECONNECT_MAX_MS = 5_000;
+/** graphql-ws's Forbidden: the gateway refused the token (or none was given where one is needed). */
+const FORBIDDEN = 4403;
+
+/**
+ * The subscription a page holding composition `seqHeld` (undefined: none yet) sends on each
+ * (re)connect: `after: seqHeld` resumes with the deltas since (merged into one), or a whole
+ * composition when the gateway no longer keeps that seq (a restarted replica, a long absence).
+ */
+function changesRequest(seqHeld: number | undefined): { query: string; variables: Record<string, unknown> } {
+  return { query: STATUS_CHANGES, variables: seqHeld === undefined ? {} : { after: seqHeld } };
+}
+
+/**
+ * Follows `statusChanges` over graphql-ws, holding one composition: a `full` replaces it, a delta
+ * is applied only when its `baseSeq` is the seq held (otherwise the page subscribes again and is
+ * sent a whole one). Reconnects by itself with backoff; a refused token waits for `restart()`.
+ */
+export function followStatus(options: LiveOptions): { restart(): void; held(): Status | undefined } {
+  let held: Status | undefined;
+  let client: Client | undefined;
+  let wait = RECONNECT_FIRST_MS;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let generation = 0;
+
+  const connect = () => {
+    const mine = ++generation;
+    clearTimeout(timer);
+    void client?.dispose();
+    options.onConnection(held ? 'reconnecting' : 'connecting');
+    const token = options.token();
+    const socket = createClient({
+      url: options.url,
+      lazy: false,
+      retryAttempts: 0,
+      connectionParams: token ? { authorization: `Bearer ${token}` } : {},
+      onNonLazyError: () => undefined,
+      on: {
+        connected: () => {
+          if (mine !== generation) return;
+          wait = RECONNECT_FIRST_MS;
+          options.onConnection('live');
+        },
+        closed: (event) => {
+          if (mine !== generation) return;
+          const code = (event as CloseEvent | undefined)?.code;
+          if (code === FORBIDDEN) {
+            options.onConnection('refused', token ? 'the gateway refused this token' : 'this gateway needs a token');
+            return;
+          }
+          options.onConnection('reconnecting', 'disconnected; reconnecting');
+          timer = setTimeout(connect, wait);
+          wait = Math.min(wait * 2, RECONNECT_MAX_MS);
+        },
+      },
+    });
+    client = socket;
+    const subscribe = () => {
+      let unsubscribe = () => {};
+      unsubscribe = socket.subscribe<{ statusChanges: StatusChange }>(changesRequest(held?.seq), {
+        next: (result) => {
+          if (mine !== generation) return;
+          const change = result.data?.statusChanges;
+          if (!change) return;
+          if (change.full) {
+            held = change.full;
+            options.onFull(held);
+          } else if (change.delta && held && held.seq === change.baseSeq) {
+            held = applyDelta(held, change.delta);
+            options.onDelta(change.delta, held);
+          } else {
+            // Not the seq held (never sent to a correct client): start over with a whole one.
+            unsubscribe();
+            subscribe();
+          }
+        },
+        error: () => undefined,
+        complete: () => undefined,
+      });
+    };
+    subscribe();
+  };
+  connect();
+  return { restart: connect, held: () => held };
+}

@@ -1,0 +1,157 @@
+import './style.css';
+import { query, Refused, token } from './api.js';
+import { byId } from './dom.js';
+import { type Connection, followStatus } from './live.js';
+import { MachineGrid } from './machines.js';
+import {
+  type Applies,
+  type DurationRow,
+  type HandActRow,
+  type RunningCall,
+  renderCalls,
+  renderComposition,
+  renderDurations,
+  renderHandActs,
+  renderPlans,
+  SeatTable,
+} from './panels.js';
+import { CALLS_RUNNING, DURATIONS, HAND_ACTS, PLAN_APPLIES } from './queries.js';
+import type { Status, StatusDelta } from './types.js';
+
+/** A composition older than twice the gateway's minute tick means the page is behind. */
+const BEHIND_AFTER_MS = 120_000;
+/** Side lists (applies, calls, hand-acts) are fetched at most this often, however fast compositions come. */
+const SIDE_FETCH_GAP_MS = 1_000;
+const DURATIONS_EVERY_MS = 30_000;
+const WEEK_MS = 7 * 86_400_000;
+const MEASURES_KEPT = 2_000;
+
+const endpoint = new URL('./graphql', location.href).toString();
+const machines = new MachineGrid();
+const seats = new SeatTable();
+let applies: Applies = new Map();
+let handActs: HandActRow[] | undefined;
+
+const connection = byId('connection');
+const tokenPanel = byId('token');
+const tokenMessage = byId('token-message');
+
+function showConnection(state: Connection, detail?: string): void {
+  connection.dataset.state = state;
+  connection.className = `conn ${state}`;
+  connection.textContent = { connecting: 'connecting…', live: '● live', reconnecting: 'disconnected · reconnecting…', refused: 'token refused' }[state];
+  document.body.classList.toggle('stale', state !== 'live');
+  if (state === 'refused') askForToken(detail ?? 'this gateway needs a token');
+  else if (state === 'live') tokenPanel.hidden = true;
+}
+
+function askForToken(message: string): void {
+  tokenPanel.hidden = false;
+  tokenMessage.hidden = false;
+  tokenMessage.textContent = message;
+  byId<HTMLInputElement>('token-input').focus();
+}
+
+/** Runs `fetcher` now or once the gap since the last run has passed; calls in between collapse into one. */
+function throttled(fetcher: () => Promise<void>): () => void {
+  let last = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const run = () => {
+    timer = undefined;
+    last = Date.now();
+    fetcher().catch((error) => {
+      if (error instanceof Refused) askForToken(token.get() ? 'the gateway refused this token' : 'this gateway needs a token');
+    });
+  };
+  return () => {
+    if (timer) return;
+    timer = setTimeout(run, Math.max(0, last + SIDE_FETCH_GAP_MS - Date.now()));
+  };
+}
+
+const fetchApplies = throttled(async () => {
+  const data = await query<{ plans: { id: string; applies: { machine: string; tier: number; ok: boolean | null }[] }[] }>(endpoint, PLAN_APPLIES);
+  applies = new Map(data.plans.map((p) => [p.id, p.applies]));
+  const held = live.held();
+  if (held) renderPlans(held.plans, applies);
+});
+const fetchCalls = throttled(async () => {
+  const data = await query<{ calls: { edges: { node: RunningCall }[] } }>(endpoint, CALLS_RUNNING);
+  renderCalls(
+    live.held()?.callsRunning ?? 0,
+    data.calls.edges.map((e) => e.node),
+  );
+});
+const fetchHandActs = throttled(async () => {
+  const data = await query<{ handActs: { edges: { node: HandActRow }[] } }>(endpoint, HAND_ACTS, { since: new Date(Date.now() - WEEK_MS).toISOString() });
+  handActs = data.handActs.edges.map((e) => e.node);
+  const held = live.held();
+  if (held) renderHandActs(held.handActsThisWeek, held.repeatedCauses, handActs);
+});
+const fetchDurations = throttled(async () => {
+  const data = await query<{ durations: DurationRow[] }>(endpoint, DURATIONS);
+  renderDurations(data.durations);
+});
+
+function onFull(status: Status): void {
+  machines.replace(status.machines);
+  seats.replace(status.seats);
+  renderPlans(status.plans, applies);
+  renderHandActs(status.handActsThisWeek, status.repeatedCauses, handActs);
+  renderComposition(status, BEHIND_AFTER_MS);
+  fetchApplies();
+  fetchCalls();
+  fetchHandActs();
+  fetchDurations();
+}
+
+const changed = (list: { added: unknown[]; changed?: unknown[]; removed: unknown[]; order: unknown[] | null }) =>
+  list.added.length > 0 || (list.changed?.length ?? 0) > 0 || list.removed.length > 0 || list.order !== null;
+
+/** A delta updates only the parts it names. */
+function onDelta(delta: StatusDelta, status: Status): void {
+  if (changed(delta.machines)) machines.apply(delta.machines);
+  if (changed(delta.seats)) seats.apply(delta.seats, status.seats);
+  if (changed(delta.plans)) renderPlans(status.plans, applies);
+  // Reports move an open plan's tier progress without changing the plan itself.
+  if (changed(delta.plans) || status.plans.some((p) => p.state === 'OPEN')) fetchApplies();
+  // A report or a tier ending records a duration.
+  if (changed(delta.plans) || delta.trigger.includes('news')) fetchDurations();
+  if (delta.callsRunning !== null) fetchCalls();
+  if (delta.handActsThisWeek !== null || changed(delta.repeatedCauses)) {
+    renderHandActs(status.handActsThisWeek, status.repeatedCauses, handActs);
+    fetchHandActs();
+  }
+  renderComposition(status, BEHIND_AFTER_MS);
+}
+
+/** Measures each update as `mesh:full` / `mesh:delta` (User Timing), which the dashboard bench reads; bounded. */
+function timed<A extends unknown[]>(name: string, update: (...args: A) => void): (...args: A) => void {
+  return (...args) => {
+    const start = performance.now();
+    update(...args);
+    if (performance.getEntriesByType('measure').length >= MEASURES_KEPT) performance.clearMeasures();
+    performance.measure(name, { start, end: performance.now() });
+  };
+}
+
+const live = followStatus({
+  url: endpoint.replace(/^http/, 'ws'),
+  token: token.get,
+  onFull: timed('mesh:full', onFull),
+  onDelta: timed('mesh:delta', onDelta),
+  onConnection: showConnection,
+});
+
+byId<HTMLFormElement>('token-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const input = byId<HTMLInputElement>('token-input');
+  if (!input.value.trim()) return;
+  token.set(input.value.trim());
+  input.value = '';
+  tokenMessage.hidden = true;
+  live.restart();
+});
+
+setInterval(() => renderComposition(live.held(), BEHIND_AFTER_MS), 1_000);
+setInterval(fetchDurations, DURATIONS_EVERY_MS);

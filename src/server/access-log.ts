@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Plugin } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import type { Access } from '../services/access/tokens.js';
+
+/** A request id taken from the client is at most this long, of letters, digits and `-_.:`; anything else is replaced by one made here. */
+export const REQUEST_ID_MAX = 128;
+const REQUEST_ID = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_MAX}}$`);
+/** Probes are logged at debug: a balancer polling /ready every second would bury the requests people make. */
+const PROBE_PATHS = new Set(['/ready', '/health', '/metrics']);
+
+/** The request id of a request or WebSocket upgrade: its `x-request-id` when well formed, else a new UUID. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** The operation's name as given, else the name in the document's first operation, else undefined. */
+function operationNameOf(params: { operationName?: unknown; query?: unknown }): string | undefined {
+  // Parameters are not judged yet here: anything may come, and the request's own refusal follows.
+  if (typeof params.operationName === 'string' && params.operationName) return params.operationName.slice(0, 200);
+  if (typeof params.query !== 'string') return undefined;
+  const named = /^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/m.exec(params.query.slice(0, 10_000));
+  return named?.[1];
+}
+
+/** Who is asking, as a log names them: a token's name, `local` on an open gateway, or `refused`/`none`. */
+function callerNameOf(access: Access, authorization: string | undefined): string {
+  try {
+    return access.callerFor(authorization).name;
+  } catch {
+    return authorization ? 'refused' : 'none';
+  }
+}
+
+export interface AccessLog {
+  /** Wraps the HTTP listener: the request id (echoed in `x-request-id`), then one line once the response ends. */
+  http(next: RequestListener): RequestListener;
+  /** Yoga plugin noting each request's operation name (first, so a cached answer has it too). */
+  plugin: Plugin;
+  /** One line when a WebSocket closes: caller, operations, close code, how long it was open. */
+  socket(
+    req: IncomingMessage,
+    requestId: string,
+  ): { operation(params: { operationName?: string | null; query?: string }): void; caller(name: string): void; closed(code: number): void };
+}
+
+/**
+ * The operator's log of who asked what: one `request` line per HTTP request (method, path,
+ * operation, caller, status, duration, request id) and one `websocket` line per connection.
+ * `onAnswered` counts each request for /metrics, answers from the status cache included.
+ */
+export function accessLog(logger: Logger, access: Access, onAnswered: (method: string, status: number, seconds: number) => void): AccessLog {
+  const operations = new WeakMap<IncomingMessage, string>();
+  return {
+    http: (next) => (req: IncomingMessage, res: ServerResponse) => {
+      const started = performance.now();
+      const requestId = requestIdOf(req);
+      // Read now: once the response ends, a socket cut mid-body (a 413) may be gone from the request.
+      const address = req.socket?.remoteAddress;
+      res.setHeader('x-request-id', requestId);
+      let logged = false;
+      const log = () => {
+        if (logged) return;
+        logged = true;
+        const seconds = (performance.now() - started) / 1000;
+        const method = req.method ?? 'GET';
+        const path = (req.url ?? '').split('?')[0] ?? '';
+        const status = res.headersSent ? res.statusCode : 0;
+        onAnswered(method, status, seconds);
+        const line = {
+          method,
+          path: path.slice(0, 200),
+          operation: operations.get(req),
+          caller: callerNameOf(access, req.headers.authorization),
+          status,
+          ms: Math.round(seconds * 10_000) / 10,
+          requestId,
+          address,
+        };
+        if (PROBE_PATHS.has(path)) logger.debug(line, 'request');
+        else logger.info(line, 'request');
+      };
+      // A log line never takes the process down.
+      const safeLog = () => {
+        try {
+          log();
+        } catch (error) {
+          logger.warn({ err: error }, 'access log line failed');
+        }
+      };
+      res.once('finish', safeLog);
+      res.once('close', safeLog);
+      next(req, res);
+    },
+    plugin: {
+      onParams({ params, context }) {
+        const req = (context as { req?: IncomingMessage }).req;
+        const name = operationNameOf(params);
+        if (req && name) operations.set(req, name);
+      },
+    },
+    socket(req, requestId) {
+      const opened = performance.now();
+      const address = req.socket?.remoteAddress;
+      const names: string[] = [];
+      let count = 0;
+      let caller = 'none';
+      return {
+        operation(params) {
+          count++;
+          const name = operationNameOf(params);
+          // Bounded: a socket may run thousands of operations in its life.
+          if (name && names.length < 10 && !names.includes(name)) names.push(name.slice(0, 200));
+        },
+        caller(name) {
+          caller = name;
+        },
+        closed(code) {
+          logger.info(
+            {
+              method: 'WS',
+              path: (req.url ?? '').split('?')[0],
+              operations: count,
+              operationNames: names,
+              caller,
+              status: code,
+              ms: Math.round(performance.now() - opened),
+              requestId,
+              address,
+            },
+            'websocket',
+          );
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { type Gateway, startGateway } from '../src/gateway.js';
+import { eventually, wsSubscribe } from './fixtures/live.js';
+import { type TestEnv, testEnv } from './fixtures/services.js';
+
+let env: TestEnv;
+let gateway: Gateway;
+const lines: Record<string, any>[] = [];
+
+beforeAll(async () => {
+  env = await testEnv('access_log');
+  // The gateway's own log, read line by line as an operator would.
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  gateway = await startGateway(loadConfig({ ...env.env, LOG_LEVEL: 'info' }), { logger: pino({ level: 'info' }, sink) });
+});
+afterAll(async () => {
+  await gateway?.stop();
+  await env?.cleanup();
+});
+
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });
+
+test('each HTTP request leaves one line with method, operation, caller, status, duration and its request id, echoed in x-request-id', async () => {
+  const given = await post({ query: 'query Seats { seats { name } }' }, { 'x-request-id': 'trace-abc.123' });
+  expect(given.headers.get('x-request-id')).toBe('trace-abc.123');
+  const made = await post({ query: '{ status { seq } }', operationName: null });
+  const madeId = made.headers.get('x-request-id');
+  expect(madeId).toMatch(/^[0-9a-f-]{36}$/);
+  // A malformed id is replaced, not echoed.
+  const bad = await post({ query: 'query Again { status { seq } }' }, { 'x-request-id': 'has spaces\tand tabs' });
+  expect(bad.headers.get('x-request-id')).not.toContain(' ');
+
+  const line = await eventually(() => lines.find((l) => l.msg === 'request' && l.requestId === 'trace-abc.123'), 'the access line');
+  expect(line).toMatchObject({ method: 'POST', path: '/graphql', operation: 'Seats', caller: 'local', status: 200, requestId: 'trace-abc.123' });
+  expect(line.ms).toEqual(expect.any(Number));
+  expect(lines.filter((l) => l.msg === 'request' && l.requestId === 'trace-abc.123')).toHaveLength(1);
+  const unnamed = await eventually(() => lines.find((l) => l.msg === 'request' && l.requestId === madeId), 'the second line');
+  expect(unnamed).toMatchObject({ status: 200, caller: 'local' });
+  // Answered from the status cache, still one line with its operation.
+  await eventually(() => lines.find((l) => l.msg === 'request' && l.operation === 'Again' && l.status === 200), 'the cached answer logged');
+});
+
+test('a WebSocket connection leaves one line as it closes: caller, operations run, close code and how long it was open', async () => {
+  const sub = wsSubscribe(gateway.url, 'subscription Tick { ticks(count: 2, everyMs: 20) }');
+  await sub.atLeast(2);
+  sub.close();
+  const line = await eventually(() => lines.find((l) => l.msg === 'websocket'), 'the websocket line');
+  expect(line).toMatchObject({ method: 'WS', path: '/graphql', caller: 'local', operations: 1, operationNames: ['Tick'] });
+  expect(line.status).toEqual(expect.any(Number));
+  expect(line.requestId).toEqual(expect.any(String));
+});
+
+test('a hand-act is logged as it is recorded, and a call as it ends', async () => {
+  const response = await post({
+    query: `mutation { recordHandAct(act: "restart", target: "m1", why: "it hung", cause: "oom") { __typename } }`,
+  });
+  expect(response.status).toBe(200);
+  const handAct = await eventually(() => lines.find((l) => l.msg === 'hand-act recorded'), 'the hand-act line');
+  expect(handAct).toMatchObject({ actor: 'local', act: 'restart', target: 'm1', cause: 'oom', why: 'it hung' });
+
+  // recordHandAct is an acting verb of the controller: a call of its own.
+  const acted = await eventually(() => lines.find((l) => l.msg === 'call ended' && l.verb === 'recordHandAct'), 'the call line');
+  expect(acted).toMatchObject({ caller: 'local', door: 'GRAPHQL', state: 'OK', ms: expect.any(Number) });
+
+  await post({ query: `mutation { callVerb(seat: "nobody-holds-this", verb: "depth", timeoutMs: 200) { __typename } }` });
+  const refused = await eventually(() => lines.find((l) => l.msg === 'call ended' && l.verb === 'depth'), 'the refused call line');
+  expect(refused).toMatchObject({ caller: 'local', door: 'GRAPHQL', state: 'FAILED', errorCode: expect.any(String) });
+});
