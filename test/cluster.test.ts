@@ -7,6 +7,7 @@ import WebSocket from 'ws';
 import { bucketNames, ensureBuckets, ReplicasRefused, streamOf } from '../src/bus/buckets.js';
 import { connectBus, freePort } from '../src/bus/nats.js';
 import { ensureNewsStream, newsStreamName } from '../src/bus/news-stream.js';
+import { statusStreamName } from '../src/bus/status-stream.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../src/services/replicas/leases.js';
 import { type ChildGateway, spawnGateway } from './fixtures/child.js';
@@ -245,15 +246,15 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     const server = natsServerOf(a);
     const node = cluster.nodeAt(server ?? '');
     expect(node, `the serving gateway's NATS node (${server})`).toBeDefined();
-    // The calls and hand-acts streams are led from that node (a leader stepping down hands over to a random peer),
+    // The calls, hand-acts and status streams are led from that node (a leader stepping down hands over to a random peer),
     // so killing it costs them their leader: the election is what the gateway must ride out.
-    for (const name of [streamOf(bucketNames(controller).calls), streamOf(bucketNames(controller).handActs)]) {
+    for (const name of [streamOf(bucketNames(controller).calls), streamOf(bucketNames(controller).handActs), statusStreamName(controller)]) {
       for (let tries = 0; tries < 12 && (await jsm.streams.info(name)).cluster?.leader !== node!.name; tries++) {
         await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${name}`, '', { timeout: 5_000 }).catch(() => undefined);
         await eventually(async () => (await jsm.streams.info(name).catch(() => undefined))?.cluster?.leader, `a leader for ${name}`, 10_000, 100);
       }
     }
-    const ours = [...Object.values(bucketNames(controller)).map(streamOf), newsStreamName(controller)];
+    const ours = [...Object.values(bucketNames(controller)).map(streamOf), newsStreamName(controller), statusStreamName(controller)];
     const leaders = await Promise.all(ours.map(async (name) => (await jsm.streams.info(name)).cluster?.leader));
     const ledThere = leaders.filter((leader) => leader === node!.name).length;
     const callsBefore1 = counts.acknowledged;

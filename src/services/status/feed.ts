@@ -87,7 +87,7 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
   });
   const current = () => last;
   const follower = link ? followStatusStream(link, { current, accept }, logger) : undefined;
-  const publish = link ? statusPublisher({ nc, js: link.js, subjects: link.subjects, fullSubject: subject, current, accept }) : undefined;
+  const publish = link ? statusPublisher({ nc, js: link.js, subjects: link.subjects, fullSubject: subject, current, accept, logger }) : undefined;
   return {
     current,
     foreignIgnored: () => foreign,

@@ -1,5 +1,6 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
 import type { StatusStreamSubjects } from '../../bus/status-stream.js';
 import type { Composition, MachineStatus } from './composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from './delta.js';
@@ -14,6 +15,12 @@ export const SNAPSHOT_EVERY_MS = 60_000;
  * SILENT), judged from the true instant, still moves at once (docs/status-deltas.md).
  */
 export const LAST_HEARD_GRAIN_MS = 60_000;
+/**
+ * How long one put into the status stream may wait for its acknowledgement. A stream electing a
+ * leader (a NATS node lost) answers late or not at all; past this the composition goes whole on
+ * `<subjects>.status` instead, so no replica's subscribers wait for the election.
+ */
+export const STATUS_PUT_TIMEOUT_MS = 2_000;
 /** Triggers after which the next composition goes into the stream whole: a new server, a replica without one, a gap. */
 const SNAPSHOT_TRIGGERS = new Set(['start', 'takeover', 'resync', 'replica-joined']);
 
@@ -52,6 +59,7 @@ export interface StatusPublisherLink {
   /** `<subjects>.status`: snapshots still go there whole, for agents that read it. */
   fullSubject: string;
   current(): Composition | undefined;
+  logger?: Logger;
   accept(composition: Composition, delta: StatusDelta | undefined): void;
 }
 
@@ -60,7 +68,10 @@ export interface StatusPublisherLink {
  * into the status stream as the delta from the one before; a whole snapshot follows when none
  * was published by this replica yet, when the one before was not its own (a takeover), after
  * SNAPSHOT_EVERY_MS, or when a replica asked (`resync`). Snapshots also go whole on
- * `<subjects>.status`. The composition is kept by this replica's feed once the stream has it.
+ * `<subjects>.status`. This replica's feed keeps the composition once the stream has it (so no
+ * replica ever serves a seq the others cannot hear); when the stream cannot take it within
+ * STATUS_PUT_TIMEOUT_MS (a leader being elected), it goes whole on `<subjects>.status`, where
+ * every replica hears it, and the next one goes into the stream as a snapshot.
  */
 export function statusPublisher(link: StatusPublisherLink): (composition: Composition, trigger: string) => Promise<void> {
   let snapshot: { streamSeq: number; at: number } | undefined;
@@ -68,7 +79,7 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
   const put = async (subject: string, parts: { data: Uint8Array; headers?: unknown }[]) => {
     let first: number | undefined;
     for (const part of parts) {
-      const ack = await link.js.publish(subject, part.data, { headers: part.headers as never });
+      const ack = await link.js.publish(subject, part.data, { headers: part.headers as never, timeout: STATUS_PUT_TIMEOUT_MS });
       first ??= ack.seq;
     }
     return first!;
@@ -86,9 +97,17 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
     const maxPayload = link.nc.info?.max_payload ?? 1024 * 1024;
     // The delta goes before the snapshot of the same seq: a replica holding the base applies it and
     // keeps its chain of deltas (what resuming subscribers are sent), then skips the snapshot.
-    if (delta) await put(link.subjects.delta, await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq }));
-    if (whole) snapshot = { streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload)), at: Date.now() };
-    published = next.seq;
+    try {
+      if (delta) await put(link.subjects.delta, await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq }));
+      if (whole) snapshot = { streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload)), at: Date.now() };
+      published = next.seq;
+    } catch (error) {
+      // `published` stays behind: the next composition goes into the stream whole, after this delta (if it got in) or not.
+      link.logger?.warn({ err: String(error), seq: next.seq }, 'the status stream did not take a composition: sent whole on the status subject');
+      link.accept(next, delta);
+      await publishComposition(link.nc, link.fullSubject, next);
+      return;
+    }
     link.accept(next, delta);
     if (whole) await publishComposition(link.nc, link.fullSubject, next);
   };
