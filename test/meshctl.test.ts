@@ -75,6 +75,10 @@ describe('reading the mesh', () => {
     expect(run.stdout).toMatch(/unheld seats: agent, builder, registry/);
     const data = await json(['status']);
     expect(Object.keys(data)).toEqual(['status']);
+    // The gateway's bare address (where `/` is the dashboard) reaches its GraphQL endpoint.
+    const bare = await meshctl(['status'], { url: gateway.url.replace(/\/graphql$/, '') });
+    expect(bare.code, bare.stderr).toBe(0);
+    expect(bare.stdout).toMatch(/2 machines/);
     expect(data.status.machines.map((m: { name: string }) => m.name)).toEqual(['cli-a1', 'cli-b1']);
   });
 

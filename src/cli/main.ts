@@ -17,10 +17,21 @@ const DEFAULT_URL = 'http://127.0.0.1:4000/graphql';
 const print = (text: string) => process.stdout.write(`${text}\n`);
 
 /** meshctl: a typed command line for the gateway, over its GraphQL API (the generated operations in ./generated). */
+/** The gateway's address as an operator types it (`http://host:4000`, where `/` is the dashboard) means its GraphQL endpoint. */
+export function graphqlEndpoint(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.pathname === '/' && !parsed.search) parsed.pathname = '/graphql';
+    return parsed.toString();
+  } catch {
+    return url; // not a URL: the client names it when it cannot reach it
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('meshctl')
     .description('the mesh-gateway command line: status, seats, machines, plans, calls, hand-acts, durations')
-    .addOption(new Option('--url <url>', 'the gateway GraphQL endpoint').env('MESH_URL').default(DEFAULT_URL))
+    .addOption(new Option('--url <url>', 'the gateway GraphQL endpoint (a bare http://host:port means its /graphql)').env('MESH_URL').default(DEFAULT_URL))
     .addOption(new Option('--token <token>', 'a bearer token, when the gateway has MESH_TOKENS_FILE').env('MESH_TOKEN'))
     .option('--json', 'print exactly the GraphQL data, for scripts')
     .showHelpAfterError()
@@ -28,7 +39,7 @@ export async function main(argv: string[]): Promise<number> {
   let code: number = EXIT.ok;
   const run = async (work: (ctx: CommandContext) => Promise<void>) => {
     const options = program.opts<{ url: string; token?: string; json?: boolean }>();
-    const ctx: CommandContext = { client: new GatewayClient(options.url, options.token), json: !!options.json, print };
+    const ctx: CommandContext = { client: new GatewayClient(graphqlEndpoint(options.url), options.token), json: !!options.json, print };
     try {
       await work(ctx);
     } catch (error) {
