@@ -78,16 +78,23 @@ test('with the store stopped the gateway stays up: reads and mutations answer UN
 
 test('a gateway started while the store is stopped waits for it, logging each wait with the next delay, and serves once it starts', async () => {
   pg.stop();
-  const starting = spawnGateway(gatewayEnv(), 60_000);
-  // Waits of 0.5 s, 1 s, 2 s…: three seconds make at least two of them.
-  await new Promise((r) => setTimeout(r, 3_000));
+  const WAIT_LINE = 'the store is unavailable: waiting before migrating';
+  let twoWaits: () => void = () => {};
+  const waited = new Promise<void>((resolve) => {
+    twoWaits = resolve;
+  });
+  // The store starts again once the gateway has logged two waits (a loaded machine takes seconds to boot a child).
+  const starting = spawnGateway(gatewayEnv(), 60_000, (log) => {
+    if (log.split(WAIT_LINE).length > 2) twoWaits();
+  });
+  await Promise.race([waited, starting.then(() => undefined)]);
   pg.start();
   const gw = await starting;
   children.push(gw);
   const waits = gw
     .output()
     .split('\n')
-    .filter((line) => line.includes('the store is unavailable: waiting before migrating'))
+    .filter((line) => line.includes(WAIT_LINE))
     .map((line) => JSON.parse(line).nextDelayMs);
   expect(waits.length).toBeGreaterThanOrEqual(2);
   expect(waits.slice(0, 2)).toEqual([500, 1_000]);

@@ -86,8 +86,11 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
     },
   });
   const current = () => last;
-  const follower = link ? followStatusStream(link, { current, accept }, logger) : undefined;
-  const publish = link ? statusPublisher({ nc, js: link.js, subjects: link.subjects, fullSubject: subject, current, accept, logger }) : undefined;
+  let publishing: number | undefined;
+  const follower = link ? followStatusStream(link, { current, accept }, logger, { nc, publishing: () => publishing }) : undefined;
+  const publish = link
+    ? statusPublisher({ nc, js: link.js, subjects: link.subjects, fullSubject: subject, current, accept, logger, onPublishing: (seq) => (publishing = seq) })
+    : undefined;
   return {
     current,
     foreignIgnored: () => foreign,

@@ -1,4 +1,5 @@
 import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { StatusStreamSubjects } from '../../bus/status-stream.js';
 import type { Composition } from './composition.js';
@@ -45,18 +46,30 @@ async function lastSnapshot(link: Pick<StatusStreamLink, 'jsm' | 'stream' | 'sub
  * one went missing, or came out of order) is never applied: the replica keeps serving what it
  * holds, reads the last snapshot again when it is newer, else asks for one and skips deltas until
  * it comes. An ordered consumer (no state on the server) follows NATS restarts by itself.
+ *
+ * Once caught up, live messages are also taken as they cross NATS (`live`: a core subscription to
+ * the stream's subjects), whichever comes first: the consumer lives on the stream's leader, and a
+ * lost NATS node costs it seconds to come back, during which a replica would hold an old
+ * composition (and a subscriber moving to it would see the seq go back).
  */
 export function followStatusStream(
   link: StatusStreamLink,
   feed: { current(): Composition | undefined; accept(composition: Composition, delta: StatusDelta | undefined): void },
   logger: Logger,
+  live?: { nc: NatsConnection /** The seq this replica is putting into the stream itself, if any: not read back. */; publishing(): number | undefined },
 ): { stats: FollowerStats; caughtUp: Promise<void>; stop(): Promise<void> } {
   const stats: FollowerStats = { snapshots: 0, deltas: 0, gaps: 0 };
   // Resolved once what the stream held at the start has been read (or found empty), so a replica
   // about to serve continues the stream's chain of deltas rather than starting one of its own.
   let caughtUpAt = Number.POSITIVE_INFINITY;
   let markCaughtUp!: () => void;
-  const caughtUp = new Promise<void>((resolve) => (markCaughtUp = resolve));
+  let isCaughtUp = false;
+  const caughtUp = new Promise<void>((resolve) => {
+    markCaughtUp = () => {
+      isCaughtUp = true;
+      resolve();
+    };
+  });
   let stopped = false;
   let messages: ConsumerMessages | undefined;
   let broken = false;
@@ -143,13 +156,31 @@ export function followStatusStream(
     }
   };
   const running = run();
+  const liveAssemble = streamAssembler();
+  let liveChain = Promise.resolve();
+  const liveSub = live?.nc.subscribe(link.subjects.all, {
+    callback: (err, m) => {
+      if (err || stopped || !isCaughtUp) return;
+      const framing = framingOf({ seq: 0, headers: m.headers });
+      const held = feed.current()?.seq;
+      if (!framing || (held !== undefined && framing.seq <= held) || framing.seq === live.publishing()) return;
+      liveChain = liveChain
+        .then(async () => {
+          const entry = await liveAssemble({ seq: 0, data: m.data, headers: m.headers, time: Date.now() });
+          if (entry && !stopped) take(entry);
+        })
+        .catch((error) => logger.warn({ err: String(error) }, 'not a status stream message: ignored'));
+    },
+  });
   return {
     stats,
     caughtUp,
     async stop() {
       stopped = true;
+      liveSub?.unsubscribe();
       messages?.stop();
       await running;
+      await liveChain;
     },
   };
 }

@@ -20,7 +20,7 @@ export const LAST_HEARD_GRAIN_MS = 60_000;
  * leader (a NATS node lost) answers late or not at all; past this the composition goes whole on
  * `<subjects>.status` instead, so no replica's subscribers wait for the election.
  */
-export const STATUS_PUT_TIMEOUT_MS = 2_000;
+export const STATUS_PUT_TIMEOUT_MS = 1_000;
 /** Triggers after which the next composition goes into the stream whole: a new server, a replica without one, a gap. */
 const SNAPSHOT_TRIGGERS = new Set(['start', 'takeover', 'resync', 'replica-joined']);
 
@@ -60,6 +60,8 @@ export interface StatusPublisherLink {
   fullSubject: string;
   current(): Composition | undefined;
   logger?: Logger;
+  /** Told the seq being put into the stream (undefined once done), so this replica's follower does not read it back. */
+  onPublishing?(seq: number | undefined): void;
   accept(composition: Composition, delta: StatusDelta | undefined): void;
 }
 
@@ -97,6 +99,7 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
     const maxPayload = link.nc.info?.max_payload ?? 1024 * 1024;
     // The delta goes before the snapshot of the same seq: a replica holding the base applies it and
     // keeps its chain of deltas (what resuming subscribers are sent), then skips the snapshot.
+    link.onPublishing?.(next.seq);
     try {
       if (delta) await put(link.subjects.delta, await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq }));
       if (whole) snapshot = { streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload)), at: Date.now() };
@@ -105,10 +108,12 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
       // `published` stays behind: the next composition goes into the stream whole, after this delta (if it got in) or not.
       link.logger?.warn({ err: String(error), seq: next.seq }, 'the status stream did not take a composition: sent whole on the status subject');
       link.accept(next, delta);
+      link.onPublishing?.(undefined);
       await publishComposition(link.nc, link.fullSubject, next);
       return;
     }
     link.accept(next, delta);
+    link.onPublishing?.(undefined);
     if (whole) await publishComposition(link.nc, link.fullSubject, next);
   };
 }
