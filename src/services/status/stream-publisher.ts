@@ -99,6 +99,7 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
     const maxPayload = link.nc.info?.max_payload ?? 1024 * 1024;
     // The delta goes before the snapshot of the same seq: a replica holding the base applies it and
     // keeps its chain of deltas (what resuming subscribers are sent), then skips the snapshot.
+    let streamTookIt = true;
     link.onPublishing?.(next.seq);
     try {
       if (delta) await put(link.subjects.delta, await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq }));
@@ -106,14 +107,12 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
       published = next.seq;
     } catch (error) {
       // `published` stays behind: the next composition goes into the stream whole, after this delta (if it got in) or not.
+      streamTookIt = false;
       link.logger?.warn({ err: String(error), seq: next.seq }, 'the status stream did not take a composition: sent whole on the status subject');
+    } finally {
       link.accept(next, delta);
       link.onPublishing?.(undefined);
-      await publishComposition(link.nc, link.fullSubject, next);
-      return;
     }
-    link.accept(next, delta);
-    link.onPublishing?.(undefined);
-    if (whole) await publishComposition(link.nc, link.fullSubject, next);
+    if (whole || !streamTookIt) await publishComposition(link.nc, link.fullSubject, next);
   };
 }
