@@ -1,9 +1,8 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
 import { eventually, wsSubscribe } from './fixtures/live.js';
+import { logInto } from './fixtures/log.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -13,13 +12,7 @@ const lines: Record<string, any>[] = [];
 beforeAll(async () => {
   env = await testEnv('access_log');
   // The gateway's own log, read line by line as an operator would.
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  gateway = await startGateway(loadConfig({ ...env.env, LOG_LEVEL: 'info' }), { logger: pino({ level: 'info' }, sink) });
+  gateway = await startGateway(loadConfig({ ...env.env, LOG_LEVEL: 'info' }), { logger: logInto(lines, 'info') });
 });
 afterAll(async () => {
   await gateway?.stop();

@@ -1,9 +1,8 @@
-import { Writable } from 'node:stream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
+import { logInto } from './fixtures/log.js';
 import { HOLD_SEAT } from './fixtures/operations.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 import { RawWsClient } from './fixtures/ws-client.js';
@@ -15,13 +14,7 @@ const logged: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   env = await testEnv('hostile');
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line) logged.push(JSON.parse(line));
-      done();
-    },
-  });
-  gw = await startGateway(loadConfig(env.env), { logger: pino({ level: 'info' }, sink) });
+  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'info') });
   nc = await connect({ servers: env.env.NATS_URL });
   await gql('mutation { defineSeat(input: { name: "kept", scope: "site", decided: "as it was" }) { __typename } }');
 });

@@ -2,9 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
@@ -12,6 +10,7 @@ import { publishComposition } from '../src/services/status/feed.js';
 import { openStore } from '../src/store/db.js';
 import { aComposition } from './fixtures/compositions.js';
 import { anAgent, eventually } from './fixtures/live.js';
+import { logInto } from './fixtures/log.js';
 import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 // What an operator sees must be true: status follows time, reads do not evict the audit trail,
@@ -210,13 +209,7 @@ test('a second gateway on the same embedded store is refused with the folder and
 test("a client's bad input is logged at info without a stack; it is not a server fault", async () => {
   const own = await testEnv('logs');
   const logged: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line) logged.push(JSON.parse(line));
-      done();
-    },
-  });
-  const gw = await startGateway(loadConfig(own.env), { logger: pino({ level: 'info' }, sink) });
+  const gw = await startGateway(loadConfig(own.env), { logger: logInto(logged, 'info') });
   try {
     const response = await fetch(gw.url, {
       method: 'POST',
