@@ -43,13 +43,24 @@ test('each HTTP request leaves one line with method, operation, caller, status, 
 });
 
 test('a WebSocket connection leaves one line as it closes: caller, operations run, close code and how long it was open', async () => {
+  const before = performance.now();
   const sub = wsSubscribe(gateway.url, 'subscription Tick { ticks(count: 2, everyMs: 20) }');
   await sub.atLeast(2);
   sub.close();
   const line = await eventually(() => lines.find((l) => l.msg === 'websocket'), 'the websocket line');
+  const heldOpenMs = performance.now() - before;
   expect(line).toMatchObject({ method: 'WS', path: '/graphql', caller: 'local', operations: 1, operationNames: ['Tick'] });
-  expect(line.status).toEqual(expect.any(Number));
+  expect(line.status).toBe(1000); // closed normally by the client
   expect(line.requestId).toEqual(expect.any(String));
+  // How long it was open: at least the 20 ms between its two ticks, at most as long as this test held it.
+  expect(line.ms).toBeGreaterThanOrEqual(20);
+  expect(line.ms).toBeLessThanOrEqual(Math.ceil(heldOpenMs));
+  // One line: a second socket opened and closed after it is logged, and the first still has one.
+  const next = wsSubscribe(gateway.url, 'subscription Next { ticks(count: 1, everyMs: 20) }');
+  await next.atLeast(1);
+  next.close();
+  await eventually(() => lines.find((l) => l.msg === 'websocket' && l.operationNames?.includes('Next')), 'the second socket’s line');
+  expect(lines.filter((l) => l.msg === 'websocket' && l.requestId === line.requestId)).toHaveLength(1);
 });
 
 test('a hand-act is logged as it is recorded, and a call as it ends', async () => {
