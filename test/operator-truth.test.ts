@@ -48,7 +48,10 @@ test('a machine that falls silent turns LATE, then SILENT, in status within a se
   await eventually(() => stateIn('quiet-1') === 'UP', 'quiet-1 UP in status');
   // LATE past 1.5 intervals (0.6 s), SILENT past 6 (2.4 s); the minute's composition is far off.
   await eventually(() => stateIn('quiet-1') === 'LATE', 'quiet-1 LATE in status', 1.5 * HEARTBEAT_S * 1000 + 1_000);
+  // Not before the boundary either: the heartbeat was sent after `started`, so each state is seen at least that long after it.
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1.5 * HEARTBEAT_S * 1000);
   await eventually(() => stateIn('quiet-1') === 'SILENT', 'quiet-1 SILENT in status', 6 * HEARTBEAT_S * 1000 + 1_000 - (Date.now() - started));
+  expect(Date.now() - started).toBeGreaterThanOrEqual(6 * HEARTBEAT_S * 1000);
   expect(gateway.mesh.status.current()!.trigger).toContain('state-change');
 });
 
