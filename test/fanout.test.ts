@@ -157,6 +157,7 @@ test('statusChanges sends the whole composition, then deltas that rebuild every 
 
   const messages = c.of('d').map((m) => m.payload.data.statusChanges);
   expect(messages[0]).toMatchObject({ seq: published[0].seq, baseSeq: null, delta: null });
+  expect(messages.length).toBeGreaterThan(1);
   expect(messages.slice(1).every((m) => m.full === null && m.delta.baseSeq === m.baseSeq)).toBe(true);
   let held = messages[0].full as Composition;
   for (const m of messages.slice(1)) {
