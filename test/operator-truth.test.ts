@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
 import { publishComposition } from '../src/services/status/feed.js';
 import { openStore } from '../src/store/db.js';
+import { natsCall as callOverNats } from './fixtures/calls.js';
 import { aComposition } from './fixtures/compositions.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { logInto } from './fixtures/log.js';
@@ -33,10 +34,7 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const natsCall = async (verb: string, body: unknown = {}) => {
-  const reply = await nc.request(`${env.subjects}.seat.${env.controller}.${verb}.poller`, JSON.stringify(body), { timeout: 5_000 });
-  return { body: reply.json<any>(), callId: reply.headers?.get('Mesh-Call') };
-};
+const natsCall = (verb: string, body: unknown = {}) => callOverNats(nc, env, verb, body, { user: 'poller', timeoutMs: 5_000 });
 
 const stateIn = (machine: string) => gateway.mesh.status.current()?.machines.find((m) => m.name === machine)?.state;
 
