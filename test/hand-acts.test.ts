@@ -2,6 +2,7 @@ import { AckPolicy, type JetStreamManager, jetstream, jetstreamManager } from '@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countHandActsSince } from '../src/services/hand-acts/hand-acts.js';
+import { eventually } from './fixtures/live.js';
 import { aMachine } from './fixtures/mesh.js';
 import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv, uniqueName } from './fixtures/services.js';
 
@@ -131,7 +132,7 @@ describe('resetConsumer, for real on a JetStream durable consumer', () => {
     const batch = await consumer.fetch({ max_messages: 3, expires: 2_000 });
     for await (const m of batch) m.ack();
     await nc.flush();
-    for (let i = 0; i < 50 && (await jsm.consumers.info(stream, 'worker')).num_pending !== 2; i++) await new Promise((r) => setTimeout(r, 50));
+    await eventually(async () => (await jsm.consumers.info(stream, 'worker')).num_pending === 2, 'two messages left pending', 10_000, 50);
   });
 
   const reset = (args: string) =>
