@@ -5,13 +5,7 @@ import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { callCommands } from '../src/cli/commands/calls.js';
-import { handActCommands } from '../src/cli/commands/hand-acts.js';
-import { machineCommands } from '../src/cli/commands/machines.js';
-import { planCommands } from '../src/cli/commands/plans.js';
-import { seatCommands } from '../src/cli/commands/seats.js';
-import { statusCommands } from '../src/cli/commands/status.js';
-import { tokenCommands } from '../src/cli/commands/token.js';
+import { registerCommands } from '../src/cli/commands.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
@@ -34,15 +28,9 @@ interface Run {
 /** meshctl's commands as its main registers them, each with its path (`token new`). */
 function commands(): { path: string; command: Command }[] {
   const program = new Command('meshctl');
-  const run = async () => undefined;
-  statusCommands(program, run);
-  seatCommands(program, run);
-  machineCommands(program, run);
-  planCommands(program, run);
-  callCommands(program, run);
-  handActCommands(program, run);
-  tokenCommands(
+  registerCommands(
     program,
+    async () => undefined,
     () => undefined,
     () => false,
   );
