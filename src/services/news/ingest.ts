@@ -21,7 +21,7 @@ export const NEWS_BATCH_MS = 5;
 export const NEWS_BATCH_MAX = 100_000;
 /** News waiting to be written is bounded: at this many, no more is pulled from the stream until a batch is written. */
 export const NEWS_PENDING_MAX = 200_000;
-/** One pull from the news stream asks for at most this many messages (STACK.md's measured figure). */
+/** One pull from the news stream asks for at most this many messages (the fetch size measured when the stack was chosen; docs/status.md, "The consumer"). */
 export const NEWS_FETCH_MAX = 10_000;
 /**
  * A pull waits this long for messages before the next is asked. Its idle heartbeat is half of it:

@@ -2,7 +2,7 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import { byName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import { type CallsMesh, countRunningCalls } from '../calls/records.js';
-import { countHandActsThisWeek, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
+import { countHandActsSince, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
 import { readTiers } from '../plans/plan.js';
 import { listHoldings } from '../seats/holdings.js';
 import type { Composition, PlanStatus, RepeatedCauseStatus } from './composition.js';
@@ -20,7 +20,7 @@ export interface CompositionSources {
 export function meshSources(mesh: CallsMesh & HandActLog): CompositionSources {
   return {
     callsRunning: () => countRunningCalls(mesh),
-    handActsSince: (since) => ({ count: countHandActsThisWeek(mesh, since.getTime() + HAND_ACT_WEEK_MS), repeatedCauses: repeatedCauses(mesh, since) }),
+    handActsSince: (since) => ({ count: countHandActsSince(mesh, since), repeatedCauses: repeatedCauses(mesh, since) }),
   };
 }
 

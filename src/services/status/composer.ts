@@ -46,7 +46,7 @@ export function nextCrossing(composition: Composition, heartbeatSeconds: number)
   return earliest === undefined ? undefined : new Date(earliest);
 }
 
-/** What the composer needs of the serving lease (src/services/leases.ts). */
+/** What the composer needs of the serving lease (src/services/replicas/leases.ts). */
 export type ServingLease = Pick<Leases, 'isServing' | 'onServingChange'>;
 
 /** What the composer needs of the mesh: the store, the bus and subjects, the leases bucket, the feed and lease of this replica. */

@@ -52,8 +52,11 @@ export interface StatusChange {
 export const fullChange = (composition: Composition): StatusChange => ({ seq: composition.seq, baseSeq: null, full: composition, delta: null });
 export const deltaChange = (delta: StatusDelta): StatusChange => ({ seq: delta.seq, baseSeq: delta.baseSeq, full: null, delta });
 
-/** The keys of a composition's lists: machines and seats by name, plans by id, causes by cause, unheld seats by themselves. */
-export const byName = (item: { name: string }) => item.name;
+/**
+ * The keys of a composition's lists: machines and seats by name, plans by id, causes by cause, unheld
+ * seats by themselves. (`nameOf` is a key getter; kernel/names.ts' `byName` is the comparator.)
+ */
+export const nameOf = (item: { name: string }) => item.name;
 export const byId = (item: { id: string }) => item.id;
 export const byCause = (item: { cause: string }) => item.cause;
 export const itself = (item: string) => item;
@@ -145,8 +148,8 @@ export function diffCompositions(a: Composition, b: Composition): StatusDelta {
     composedAt: b.composedAt,
     tookMs: b.tookMs,
     trigger: b.trigger,
-    machines: diffList(a.machines, b.machines, byName),
-    seats: diffList(a.seats, b.seats, byName),
+    machines: diffList(a.machines, b.machines, nameOf),
+    seats: diffList(a.seats, b.seats, nameOf),
     plans: diffList(a.plans, b.plans, byId),
     repeatedCauses: diffList(a.repeatedCauses, b.repeatedCauses, byCause),
     unheldSeats: diffList(a.unheldSeats, b.unheldSeats, itself),
@@ -180,8 +183,8 @@ export function applyDelta(a: Composition, delta: StatusDelta): Composition {
     composedAt: delta.composedAt,
     tookMs: delta.tookMs,
     trigger: delta.trigger,
-    machines: applyListChanges(a.machines, delta.machines, byName),
-    seats: applyListChanges(a.seats, delta.seats, byName),
+    machines: applyListChanges(a.machines, delta.machines, nameOf),
+    seats: applyListChanges(a.seats, delta.seats, nameOf),
     unheldSeats: applyListChanges(a.unheldSeats, delta.unheldSeats, itself),
     callsRunning: delta.callsRunning ?? a.callsRunning,
     handActsThisWeek: delta.handActsThisWeek ?? a.handActsThisWeek,
