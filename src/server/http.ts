@@ -137,6 +137,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     plugins: [
       // First: the operation's name is noted before any plugin answers (the status cache does, early).
       log.plugin,
+      metrics.operations,
       EnvelopArmorPlugin({
         maxDepth: { n: QUERY_LIMITS.depth },
         maxAliases: { n: QUERY_LIMITS.aliases },
