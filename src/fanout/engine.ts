@@ -2,6 +2,7 @@ import { type DocumentNode, type ExecutionArgs, type ExecutionResult, execute as
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
+import { inSpanSync, ROOT_CONTEXT } from '../bus/trace-context.js';
 import type { Composition } from '../services/status/composition.js';
 import { diffCompositions, type StatusDelta } from '../services/status/delta.js';
 import { mergeDeltas } from '../services/status/delta-chain.js';
@@ -238,13 +239,17 @@ export class Fanout {
     // The feed's delta, when it brings the composition before to this one, saves diffing the mesh again.
     let delta: StatusDelta | undefined = given && previous && given.baseSeq === previous.seq ? given : undefined;
     let diffed = delta !== undefined;
-    for (const group of this.groups.values()) {
-      if (group.field.change && !diffed) {
-        diffed = true;
-        delta = previous ? diffCompositions(previous, composition) : undefined;
+    if (this.groups.size === 0) return;
+    const traced = { parent: ROOT_CONTEXT, attributes: { 'mesh.status.seq': composition.seq, 'mesh.fanout.groups': this.groups.size } };
+    inSpanSync('fanout delivery', traced, () => {
+      for (const group of this.groups.values()) {
+        if (group.field.change && !diffed) {
+          diffed = true;
+          delta = previous ? diffCompositions(previous, composition) : undefined;
+        }
+        group.publish(composition, delta);
       }
-      group.publish(composition, delta);
-    }
+    });
   }
 
   stats(): FanoutStats {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { inSpan, ROOT_CONTEXT } from '../../bus/trace-context.js';
 import { isStoreUnavailable } from '../../kernel/errors.js';
 import type { Store } from '../../store/db.js';
 import type { CallsMesh } from '../calls/records.js';
@@ -156,14 +157,17 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         // The gap is kept between the instants compositions are composed at (their composedAt),
         // not between requests: the seq read before it takes a varying few milliseconds.
         lastStart = Date.now();
-        return step.compose(taken, {
-          seq,
-          controller: mesh.config.controller,
-          servingReplica: mesh.config.replica,
-          trigger,
-          heartbeatSeconds: mesh.config.heartbeatSeconds,
-          sources,
-        });
+        const traced = { parent: ROOT_CONTEXT, attributes: { 'mesh.status.seq': seq, 'mesh.status.trigger': trigger, 'mesh.status.full': taken.full } };
+        return inSpan('composition', traced, () =>
+          step.compose(taken, {
+            seq,
+            controller: mesh.config.controller,
+            servingReplica: mesh.config.replica,
+            trigger,
+            heartbeatSeconds: mesh.config.heartbeatSeconds,
+            sources,
+          }),
+        );
       })
       .then(async (composition) => {
         stats.compositions++;
