@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { OPERATION_NAMES_MAX, operationNameLabels } from '../src/server/operation-metrics.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
@@ -64,4 +65,13 @@ test('the label of a name: itself, then "other" once the bound is reached; no na
   const labelOf = operationNameLabels(2);
   expect([labelOf('A'), labelOf('B'), labelOf('C'), labelOf('A'), labelOf(undefined), labelOf('')]).toEqual(['A', 'B', 'other', 'A', 'anonymous', 'anonymous']);
   expect(labelOf('x'.repeat(500))).toBe('other');
+});
+
+test('the Grafana dashboard has panels for operations a second, errors and p99 time by operation', () => {
+  const dashboard = JSON.parse(readFileSync('docs/grafana-dashboard.json', 'utf8')) as { panels: { title: string; targets?: { expr: string }[] }[] };
+  const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ title: p.title, expr: t.expr })));
+  const using = (metric: string) => exprs.filter((e) => e.expr.includes(metric) && e.expr.includes('operation'));
+  expect(using('mesh_graphql_operations_total')).not.toHaveLength(0);
+  expect(using('mesh_graphql_operation_errors_total')).not.toHaveLength(0);
+  expect(using('mesh_graphql_operation_seconds_bucket')[0]?.expr).toContain('histogram_quantile(0.99');
 });

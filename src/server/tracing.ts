@@ -14,6 +14,9 @@ const DEFAULT_SERVICE_NAME = 'mesh-gateway';
 /** The OTLP encodings over HTTP this gateway sends (OTEL_EXPORTER_OTLP_PROTOCOL); gRPC is not among them. */
 const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 
+/** Whether this process registered the SDK: without it the operation plugin does nothing at all. */
+let tracingOn = false;
+
 export interface Tracing {
   /** Sends the spans still held, then stops. */
   stop(): Promise<void>;
@@ -39,12 +42,14 @@ export function startTracing(env: NodeJS.ProcessEnv, logger: Logger): Tracing | 
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
   // The W3C trace-context propagator and the async-hooks context manager: spans follow awaits.
   provider.register();
+  tracingOn = true;
   logger.info(
     { endpoint, protocol, service: resource.attributes['service.name'], sampler: env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on' },
     'tracing on (OpenTelemetry)',
   );
   return {
     async stop() {
+      tracingOn = false;
       await provider.shutdown().catch((err) => logger.warn({ err: String(err) }, 'the last spans could not be sent'));
       trace.disable();
       context.disable();
@@ -98,6 +103,7 @@ const spanName = (document: DocumentNode, operationName?: string | null) => {
 export function useOperationTracing(): Plugin {
   const tracer = trace.getTracer('mesh-gateway');
   const run = (ctx: OperationContext, wrapped: () => unknown) => {
+    if (!tracingOn) return wrapped();
     const parent = operationParent(ctx);
     const span = tracer.startSpan('graphql operation', { kind: SpanKind.SERVER }, parent);
     const end = () => span.end();
