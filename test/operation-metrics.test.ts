@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { OPERATION_NAMES_MAX, operationNameLabels } from '../src/server/operation-metrics.js';
+import { eventually, wsSubscribe } from './fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -48,6 +49,22 @@ test('/metrics counts each GraphQL operation by name and type, with its errors a
   expect(sample(text, 'mesh_graphql_operations_total', { operation: 'Rename', type: 'mutation' })).toBe(1);
 });
 
+test('a live status subscription counts each execution the fan-out runs for it, under its name', async () => {
+  const live = wsSubscribe(gateway.url, 'subscription LiveSeq { status { seq } }');
+  try {
+    await live.atLeast(1, 20_000);
+    const count = await eventually(
+      async () => sample(await scrape(), 'mesh_graphql_operations_total', { operation: 'LiveSeq', type: 'subscription' }),
+      'LiveSeq counted',
+      20_000,
+      100,
+    );
+    expect(count).toBeGreaterThanOrEqual(1);
+  } finally {
+    live.close();
+  }
+});
+
 test(`past ${OPERATION_NAMES_MAX} distinct operation names, every new name is counted as "other"`, async () => {
   const names = Array.from({ length: OPERATION_NAMES_MAX + 20 }, (_, i) => `Generated${i}`);
   for (const name of names) await gateway.gql(`query ${name} { seats { name } }`);
@@ -56,15 +73,21 @@ test(`past ${OPERATION_NAMES_MAX} distinct operation names, every new name is co
   expect(series.size).toBeLessThanOrEqual(OPERATION_NAMES_MAX + 2); // the names, `anonymous` and `other`
   expect(series.has('other')).toBe(true);
   expect(sample(text, 'mesh_graphql_operations_total', { operation: 'Generated0', type: 'query' })).toBe(1);
-  // The names known before stay themselves.
+  // The names known before stay themselves, and so do meshctl's (the persisted operations') met only now.
   await gateway.gql('query SeatNames { seats { name } }');
-  expect(sample(await scrape(), 'mesh_graphql_operations_total', { operation: 'SeatNames', type: 'query' })).toBe(4);
+  await gateway.gql('query Seats { seats { name } }');
+  const after = await scrape();
+  expect(sample(after, 'mesh_graphql_operations_total', { operation: 'SeatNames', type: 'query' })).toBe(4);
+  expect(sample(after, 'mesh_graphql_operations_total', { operation: 'Seats', type: 'query' })).toBe(1);
 });
 
 test('the label of a name: itself, then "other" once the bound is reached; no name is "anonymous"', () => {
-  const labelOf = operationNameLabels(2);
+  const labelOf = operationNameLabels([], 2);
   expect([labelOf('A'), labelOf('B'), labelOf('C'), labelOf('A'), labelOf(undefined), labelOf('')]).toEqual(['A', 'B', 'other', 'A', 'anonymous', 'anonymous']);
   expect(labelOf('x'.repeat(500))).toBe('other');
+  // A persisted operation's name is kept however many came first.
+  const withKnown = operationNameLabels(['Status'], 1);
+  expect([withKnown('A'), withKnown('B'), withKnown('Status')]).toEqual(['A', 'other', 'Status']);
 });
 
 test('the Grafana dashboard has panels for operations a second, errors and p99 time by operation', () => {

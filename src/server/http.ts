@@ -24,6 +24,7 @@ import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { meshHealth } from './health.js';
 import { createMetrics, type MetricSources, type Metrics } from './metrics.js';
+import { operationMetrics } from './operation-metrics.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
@@ -140,7 +141,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       useOperationTracing(),
       // First: the operation's name is noted before any plugin answers (the status cache does, early).
       log.plugin,
-      metrics.operations,
+      operationMetrics(metrics.registry, persisted.names),
       EnvelopArmorPlugin({
         maxDepth: { n: QUERY_LIMITS.depth },
         maxAliases: { n: QUERY_LIMITS.aliases },

@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Plugin } from 'graphql-yoga';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { WebSocketServer } from 'ws';
 import type { Fanout } from '../fanout/engine.js';
@@ -10,7 +9,6 @@ import type { Mesh } from '../services/mesh.js';
 import type { NewsIngest } from '../services/news/ingest.js';
 import type { Composer } from '../services/status/composer.js';
 import type { Health } from './health.js';
-import { operationMetrics } from './operation-metrics.js';
 
 /** Compose times (seconds) the histogram tells apart: a composition takes milliseconds at 1,000 machines, tens at 10,000. */
 const COMPOSE_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -33,8 +31,6 @@ export interface Metrics {
   afterFanout(parts: { fanout?: Fanout; statusCache?: StatusQueryCache }): void;
   /** Counts one answered HTTP request (status-cache answers included: they are counted here, below Yoga). */
   request(method: string, status: number, seconds: number): void;
-  /** The Yoga plugin counting and timing each GraphQL operation by name and type. */
-  operations: Plugin;
   /** Answers `GET /metrics` (with a token of the `read` scope when tokens are configured). */
   serve(req: IncomingMessage, res: ServerResponse, access: Access): void;
   stop(): void;
@@ -214,11 +210,8 @@ export function createMetrics(sources: MetricSources): Metrics {
     registers: [registry],
   });
 
-  const operations = operationMetrics(registry);
-
   return {
     registry,
-    operations,
     afterFanout(parts) {
       ({ fanout, statusCache: cache } = parts);
       unsubscribers.push(mesh.status.subscribe(() => fanoutTime.observe((performance.now() - fanoutStarted) / 1000)));

@@ -16,14 +16,18 @@ const OPERATION_NAME_LABEL_MAX = 100;
 /** Operation times (seconds): a read takes milliseconds, a push or a call to a holder up to its timeout. */
 const OPERATION_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** The label a name gets: itself while fewer than OPERATION_NAMES_MAX names are known, then `other`. */
-export function operationNameLabels(max = OPERATION_NAMES_MAX): (name: string | null | undefined) => string {
-  const known = new Set<string>();
+/**
+ * The label a name gets: itself when it is one of `known` (the persisted operations' names, always
+ * kept) or one of the first `max` other names met, else `other`.
+ */
+export function operationNameLabels(known: Iterable<string> = [], max = OPERATION_NAMES_MAX): (name: string | null | undefined) => string {
+  const persisted = new Set(known);
+  const met = new Set<string>();
   return (name) => {
     if (!name) return UNNAMED_OPERATION;
-    if (known.has(name)) return name;
-    if (known.size >= max || name.length > OPERATION_NAME_LABEL_MAX) return OTHER_OPERATIONS;
-    known.add(name);
+    if (persisted.has(name) || met.has(name)) return name;
+    if (met.size >= max || name.length > OPERATION_NAME_LABEL_MAX) return OTHER_OPERATIONS;
+    met.add(name);
     return name;
   };
 }
@@ -32,11 +36,12 @@ export function operationNameLabels(max = OPERATION_NAMES_MAX): (name: string | 
  * Per-operation figures: `mesh_graphql_operations_total`, `mesh_graphql_operation_errors_total`
  * and `mesh_graphql_operation_seconds`, by operation name and type, as an envelop plugin. An
  * execution counts (HTTP, SSE and graphql-ws alike); so does a document refused by validation, as
- * an error. For a subscription the time is the time to start it. A `status` query answered from
+ * an error. For a subscription the time is the time to start it. `known` names (the persisted
+ * operations') keep their label however many others came first. A `status` query answered from
  * the per-composition cache runs no execution and is counted in mesh_status_query_cache_hits_total.
  */
-export function operationMetrics(registry: Registry): Plugin {
-  const labelOf = operationNameLabels();
+export function operationMetrics(registry: Registry, known: Iterable<string> = []): Plugin {
+  const labelOf = operationNameLabels(known);
   const labelNames = ['operation', 'type'] as const;
   const operations = new Counter({
     name: 'mesh_graphql_operations_total',
