@@ -185,7 +185,7 @@ export class Fanout {
     this.fields = options.fields;
     this.feed = options.feed;
     this.last = options.feed.current();
-    this.unsubscribe = options.feed.subscribe((composition, delta) => this.publish(composition, delta));
+    this.unsubscribe = options.feed.subscribe((composition, delta) => this.traced(composition, () => this.publish(composition, delta)));
   }
 
   /** The live field an operation subscribes to, when it is a subscription of exactly one live root field. */
@@ -232,6 +232,16 @@ export class Fanout {
     if (this.groups.get(group.key) === group) this.groups.delete(group.key);
   }
 
+  /** Delivery to the groups in a span of its own (their executions its children), when there are groups. */
+  private traced(composition: Composition, deliver: () => void): void {
+    if (this.groups.size === 0) {
+      deliver();
+      return;
+    }
+    const attributes = { 'mesh.status.seq': composition.seq, 'mesh.fanout.groups': this.groups.size };
+    inSpanSync('fanout delivery', { parent: ROOT_CONTEXT, attributes }, deliver);
+  }
+
   private publish(composition: Composition, given?: StatusDelta): void {
     const previous = this.last;
     if (previous && composition.seq <= previous.seq) return;
@@ -239,17 +249,13 @@ export class Fanout {
     // The feed's delta, when it brings the composition before to this one, saves diffing the mesh again.
     let delta: StatusDelta | undefined = given && previous && given.baseSeq === previous.seq ? given : undefined;
     let diffed = delta !== undefined;
-    if (this.groups.size === 0) return;
-    const traced = { parent: ROOT_CONTEXT, attributes: { 'mesh.status.seq': composition.seq, 'mesh.fanout.groups': this.groups.size } };
-    inSpanSync('fanout delivery', traced, () => {
-      for (const group of this.groups.values()) {
-        if (group.field.change && !diffed) {
-          diffed = true;
-          delta = previous ? diffCompositions(previous, composition) : undefined;
-        }
-        group.publish(composition, delta);
+    for (const group of this.groups.values()) {
+      if (group.field.change && !diffed) {
+        diffed = true;
+        delta = previous ? diffCompositions(previous, composition) : undefined;
       }
-    });
+      group.publish(composition, delta);
+    }
   }
 
   stats(): FanoutStats {

@@ -117,7 +117,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   const lease = deps.lease ?? mesh.leases;
   const sources = deps.sources ?? meshSources(mesh);
   const stats: ComposerStats = { compositions: 0, full: 0, incremental: 0, failures: 0, lastTookMs: undefined, lastSeq: 0 };
-  const step: ComposeStep = composeStep(mesh.db);
+  const step: ComposeStep = tracedCompositions(composeStep(mesh.db));
   const triggers = new Set<string>();
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -157,17 +157,14 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         // The gap is kept between the instants compositions are composed at (their composedAt),
         // not between requests: the seq read before it takes a varying few milliseconds.
         lastStart = Date.now();
-        const traced = { parent: ROOT_CONTEXT, attributes: { 'mesh.status.seq': seq, 'mesh.status.trigger': trigger, 'mesh.status.full': taken.full } };
-        return inSpan('composition', traced, () =>
-          step.compose(taken, {
-            seq,
-            controller: mesh.config.controller,
-            servingReplica: mesh.config.replica,
-            trigger,
-            heartbeatSeconds: mesh.config.heartbeatSeconds,
-            sources,
-          }),
-        );
+        return step.compose(taken, {
+          seq,
+          controller: mesh.config.controller,
+          servingReplica: mesh.config.replica,
+          trigger,
+          heartbeatSeconds: mesh.config.heartbeatSeconds,
+          sources,
+        });
       })
       .then(async (composition) => {
         stats.compositions++;
@@ -299,4 +296,17 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       await inFlight;
     },
   };
+}
+
+/** The step with each composition in a span of its own, a trace of its own: many causes ask for one. */
+function tracedCompositions(step: ComposeStep): ComposeStep {
+  const compose = step.compose.bind(step);
+  return Object.assign(step, {
+    compose: (taken: Step, input: Parameters<ComposeStep['compose']>[1]) =>
+      inSpan(
+        'composition',
+        { parent: ROOT_CONTEXT, attributes: { 'mesh.status.seq': input.seq, 'mesh.status.trigger': input.trigger, 'mesh.status.full': taken.full } },
+        () => compose(taken, input),
+      ),
+  });
 }
