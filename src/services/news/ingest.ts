@@ -1,6 +1,7 @@
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { Subjects } from '../../bus/subjects.js';
+import { inBatchSpan } from '../../bus/trace-context.js';
 import { isStoreUnavailable } from '../../kernel/errors.js';
 import { STORE_WAIT_FIRST_MS, STORE_WAIT_MAX_MS, type Store } from '../../store/db.js';
 import { type Duration, heartbeatGaps, recordDurations } from '../durations/durations.js';
@@ -292,7 +293,11 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
       return;
     }
     stats.batches++;
-    writing = writeSplitting(batch)
+    writing = inBatchSpan(
+      'news batch',
+      batch.map((h) => h.msg),
+      () => writeSplitting(batch),
+    )
       .catch((err) => mesh.logger.error({ err, messages: batch.length }, 'writing a batch of news failed'))
       .finally(() => {
         writing = undefined;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { inSpan, ROOT_CONTEXT } from '../../bus/trace-context.js';
 import { isStoreUnavailable } from '../../kernel/errors.js';
 import type { Store } from '../../store/db.js';
 import type { CallsMesh } from '../calls/records.js';
@@ -116,7 +117,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   const lease = deps.lease ?? mesh.leases;
   const sources = deps.sources ?? meshSources(mesh);
   const stats: ComposerStats = { compositions: 0, full: 0, incremental: 0, failures: 0, lastTookMs: undefined, lastSeq: 0 };
-  const step: ComposeStep = composeStep(mesh.db);
+  const step: ComposeStep = tracedCompositions(composeStep(mesh.db));
   const triggers = new Set<string>();
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -295,4 +296,17 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       await inFlight;
     },
   };
+}
+
+/** The step with each composition in a span of its own, a trace of its own: many causes ask for one. */
+function tracedCompositions(step: ComposeStep): ComposeStep {
+  const compose = step.compose.bind(step);
+  return Object.assign(step, {
+    compose: (taken: Step, input: Parameters<ComposeStep['compose']>[1]) =>
+      inSpan(
+        'composition',
+        { parent: ROOT_CONTEXT, attributes: { 'mesh.status.seq': input.seq, 'mesh.status.trigger': input.trigger, 'mesh.status.full': taken.full } },
+        () => compose(taken, input),
+      ),
+  });
 }
