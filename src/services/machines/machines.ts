@@ -20,23 +20,39 @@ export interface Machine {
   modules: string[];
 }
 
-/** UP, LATE or SILENT by the age of the last heartbeat against the expected interval. */
-export function machineState(lastHeardAt: Date, now: Date, heartbeatSeconds: number): MachineState {
-  const age = (now.getTime() - lastHeardAt.getTime()) / 1000;
-  if (age > SILENT_AFTER_INTERVALS * heartbeatSeconds) return 'SILENT';
-  if (age > LATE_AFTER_INTERVALS * heartbeatSeconds) return 'LATE';
+/**
+ * What a machine's state is judged against: `heardUntilMs`, the instant up to which all news is
+ * written (the news stream's watermark, src/services/news/hearing.ts), never the wall clock. A
+ * gateway behind on its news judges at the instant it has heard up to, so its own lag never
+ * shows as the mesh's silence (docs/status.md).
+ */
+export interface Judging {
+  heardUntilMs: number;
+  heartbeatSeconds: number;
+}
+
+/**
+ * The one UP / LATE / SILENT rule: LATE once news heard past LATE_AFTER_INTERVALS expected beats
+ * after its last one is written and none of it was the machine's, SILENT past SILENT_AFTER_INTERVALS.
+ * Every reader of state uses it: compositions, `Machine.state`, `machines(state:)`, the crossing timer.
+ */
+export function machineState(lastHeardMs: number, judging: Judging): MachineState {
+  const age = judging.heardUntilMs - lastHeardMs;
+  if (age > SILENT_AFTER_INTERVALS * judging.heartbeatSeconds * 1000) return 'SILENT';
+  if (age > LATE_AFTER_INTERVALS * judging.heartbeatSeconds * 1000) return 'LATE';
   return 'UP';
 }
 
 /**
- * When a machine last heard at `lastHeardAt` next changes state by age alone (UP → LATE, LATE →
- * SILENT), or undefined once it is SILENT.
+ * The heard instant at which a machine last heard at `lastHeardMs` next changes state by age alone
+ * (UP → LATE, LATE → SILENT), or undefined once it is SILENT. Its state changes once news heard up
+ * to that instant is written, not when the wall clock passes it.
  */
-export function nextStateChangeAt(lastHeardAt: Date, now: Date, heartbeatSeconds: number): Date | undefined {
-  const late = lastHeardAt.getTime() + LATE_AFTER_INTERVALS * heartbeatSeconds * 1000;
-  if (now.getTime() <= late) return new Date(late);
-  const silent = lastHeardAt.getTime() + SILENT_AFTER_INTERVALS * heartbeatSeconds * 1000;
-  return now.getTime() <= silent ? new Date(silent) : undefined;
+export function nextStateChangeMs(lastHeardMs: number, judging: Judging): number | undefined {
+  const late = lastHeardMs + LATE_AFTER_INTERVALS * judging.heartbeatSeconds * 1000;
+  if (judging.heardUntilMs <= late) return late;
+  const silent = lastHeardMs + SILENT_AFTER_INTERVALS * judging.heartbeatSeconds * 1000;
+  return judging.heardUntilMs <= silent ? silent : undefined;
 }
 
 // Instants come as epoch milliseconds: a number per row instead of a timestamp text that the
@@ -65,8 +81,8 @@ const toMachine = (row: MachineRow): Machine => ({
 
 export interface MachineFilter {
   site?: string | null;
-  /** Only machines in this state, judged at `now` against the expected heartbeat interval, as `machineState` judges. */
-  state?: { is: MachineState; now: Date; heartbeatSeconds: number } | null;
+  /** Only machines in this state, as `machineState` judges them. */
+  state?: { is: MachineState; judging: Judging } | null;
 }
 
 /** Every machine, by name; of one site and in one state when asked. One statement. */
@@ -75,7 +91,7 @@ export async function listMachines(db: Db, filter: MachineFilter = {}): Promise<
   if (filter.site != null) query = query.where('m.site', '=', checkName(filter.site, 'site'));
   const machines = (await query.execute()).map(toMachine);
   const state = filter.state;
-  return state ? machines.filter((m) => machineState(m.lastHeardAt, state.now, state.heartbeatSeconds) === state.is) : machines;
+  return state ? machines.filter((m) => machineState(m.lastHeardAt.getTime(), state.judging) === state.is) : machines;
 }
 
 /** The machines named, in the order asked; undefined where none has that name. One statement. */

@@ -56,6 +56,12 @@ export interface Composition {
   /** The controller (MESH_CONTROLLER) that composed it; absent from a composition of an older gateway. */
   controller?: string;
   composedAt: string;
+  /**
+   * News stored before this instant was written when the composition was made, and machines'
+   * states are judged at it (docs/status.md); absent from a composition of an older gateway, which
+   * judged at `composedAt`.
+   */
+  heardUntil?: string;
   tookMs: number;
   trigger: string;
   machines: MachineStatus[];
