@@ -30,6 +30,9 @@ export const POKE_GATHER_MS = 10;
  */
 export const COMPOSE_RETRY_MS = 2_000;
 
+/** While the news written is behind a machine's crossing that the clock has passed, the watermark is read this often. */
+export const CROSSING_RECHECK_MS = 100;
+
 /** A state boundary is asked for this long after it is crossed, so the composition sees the machine past it. */
 export const CROSSING_SLACK_MS = 5;
 
@@ -145,7 +148,15 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     if (!at || stopped) return;
     const wait = at.getTime() - Date.now();
     if (wait < 0 && mesh.hearing) {
+      // Behind: the watermark is read again every CROSSING_RECHECK_MS until it passes the crossing.
       crossingHeard = at.getTime();
+      crossing = setTimeout(function recheck() {
+        if (crossingHeard === undefined || stopped) return;
+        void mesh.hearing?.refresh();
+        crossing = setTimeout(recheck, CROSSING_RECHECK_MS);
+        crossing.unref();
+      }, CROSSING_RECHECK_MS);
+      crossing.unref();
       return;
     }
     if (wait + CROSSING_SLACK_MS >= COMPOSE_EVERY_MS) return; // the minute's composition comes first
