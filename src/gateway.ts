@@ -125,7 +125,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     });
     stops.push(() => status.stop());
     const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas);
-    const hearing = startNewsHearing({ jsm: bus.jsm, stream: newsStream.stream, logger });
+    const hearing = startNewsHearing({ jsm: bus.jsm, nc: bus.nc, stream: newsStream.stream, logger });
     stops.push(async () => hearing.stop());
     await hearing.refresh();
     const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, hearing, status };

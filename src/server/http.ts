@@ -133,7 +133,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       caller: caller ?? callerFor(request?.headers.get('authorization')),
       loaders: createLoaders(mesh),
       now: new Date(),
-      judging: { heardUntilMs: mesh.hearing.current().heardUntilMs, heartbeatSeconds: mesh.config.heartbeatSeconds },
+      judging: { ...mesh.hearing.current(), heartbeatSeconds: mesh.config.heartbeatSeconds },
     }),
     plugins: [
       // First: the operation's name is noted before any plugin answers (the status cache does, early).

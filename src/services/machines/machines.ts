@@ -21,25 +21,54 @@ export interface Machine {
 }
 
 /**
+ * A time the gateway could not hear the mesh (its NATS connection was down: a NATS server
+ * restarting, a network cut): beats sent then may be lost, so it does not count as silence.
+ */
+export interface DeafSpan {
+  fromMs: number;
+  toMs: number;
+}
+
+/**
  * What a machine's state is judged against: `heardUntilMs`, the instant up to which all news is
- * written (the news stream's watermark, src/services/news/hearing.ts), never the wall clock. A
- * gateway behind on its news judges at the instant it has heard up to, so its own lag never
- * shows as the mesh's silence (docs/status.md).
+ * written (the news stream's watermark, src/services/news/hearing.ts), never the wall clock, and
+ * the spans the gateway could not hear. A gateway behind on its news judges at the instant it has
+ * heard up to, so its own lag never shows as the mesh's silence (docs/status.md).
  */
 export interface Judging {
   heardUntilMs: number;
   heartbeatSeconds: number;
+  /** Oldest first; empty or absent when the gateway heard throughout. */
+  deaf?: readonly DeafSpan[];
+}
+
+/**
+ * The heard instant a machine last heard at `lastHeardMs` has been silent `thresholdMs` for. A
+ * deaf span that began before that does not count, and the machine gets a whole LATE threshold
+ * after it ends (as Kubernetes measures grace from when it observed a node again): a beat lost
+ * while the gateway could not hear is not the machine's silence.
+ */
+function silentFor(lastHeardMs: number, thresholdMs: number, judging: Judging): number {
+  let at = lastHeardMs + thresholdMs;
+  const graceMs = LATE_AFTER_INTERVALS * judging.heartbeatSeconds * 1000;
+  for (const span of judging.deaf ?? []) {
+    if (span.toMs <= lastHeardMs) continue;
+    if (span.fromMs >= at) break;
+    at = Math.max(at + (span.toMs - Math.max(span.fromMs, lastHeardMs)), span.toMs + graceMs);
+  }
+  return at;
 }
 
 /**
  * The one UP / LATE / SILENT rule: LATE once news heard past LATE_AFTER_INTERVALS expected beats
- * after its last one is written and none of it was the machine's, SILENT past SILENT_AFTER_INTERVALS.
- * Every reader of state uses it: compositions, `Machine.state`, `machines(state:)`, the crossing timer.
+ * after its last one is written and none of it was the machine's, SILENT past SILENT_AFTER_INTERVALS;
+ * time the gateway could not hear does not count (`silentFor`). Every reader of state uses it:
+ * compositions, `Machine.state`, `machines(state:)`, the crossing timer.
  */
 export function machineState(lastHeardMs: number, judging: Judging): MachineState {
-  const age = judging.heardUntilMs - lastHeardMs;
-  if (age > SILENT_AFTER_INTERVALS * judging.heartbeatSeconds * 1000) return 'SILENT';
-  if (age > LATE_AFTER_INTERVALS * judging.heartbeatSeconds * 1000) return 'LATE';
+  const hb = judging.heartbeatSeconds * 1000;
+  if (judging.heardUntilMs > silentFor(lastHeardMs, SILENT_AFTER_INTERVALS * hb, judging)) return 'SILENT';
+  if (judging.heardUntilMs > silentFor(lastHeardMs, LATE_AFTER_INTERVALS * hb, judging)) return 'LATE';
   return 'UP';
 }
 
@@ -49,9 +78,10 @@ export function machineState(lastHeardMs: number, judging: Judging): MachineStat
  * to that instant is written, not when the wall clock passes it.
  */
 export function nextStateChangeMs(lastHeardMs: number, judging: Judging): number | undefined {
-  const late = lastHeardMs + LATE_AFTER_INTERVALS * judging.heartbeatSeconds * 1000;
+  const hb = judging.heartbeatSeconds * 1000;
+  const late = silentFor(lastHeardMs, LATE_AFTER_INTERVALS * hb, judging);
   if (judging.heardUntilMs <= late) return late;
-  const silent = lastHeardMs + SILENT_AFTER_INTERVALS * judging.heartbeatSeconds * 1000;
+  const silent = silentFor(lastHeardMs, SILENT_AFTER_INTERVALS * hb, judging);
   return judging.heardUntilMs <= silent ? silent : undefined;
 }
 

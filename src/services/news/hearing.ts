@@ -1,9 +1,15 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { NEWS_CONSUMER } from '../../bus/news-stream.js';
+import type { DeafSpan } from '../machines/machines.js';
 
 /** Every replica reads how far the news is written this often: the lag on /metrics, and a composer behind learns it caught up. */
 export const HEARING_POLL_MS = 500;
+/** Deaf spans are kept this long after they end: past it no machine's state can still depend on one. */
+const DEAF_KEPT_MS = 60 * 60_000;
+/** ...and at most this many (a flapping connection keeps the newest). */
+const DEAF_SPANS_MAX = 32;
 /** A read of the watermark that takes longer than this is given up: the last one known stands (NATS away is lag, not silence). */
 export const HEARING_READ_TIMEOUT_MS = 2_000;
 
@@ -19,6 +25,8 @@ export interface Heard {
   pending: number;
   /** When this was read (this replica's clock). */
   readAtMs: number;
+  /** The times this replica's NATS connection was down, oldest first: beats sent then may be lost, so they are not silence. */
+  deaf: readonly DeafSpan[];
 }
 
 export interface NewsHearing {
@@ -36,6 +44,8 @@ export interface NewsHearing {
 /** What the watermark is read from: the news stream and its consumer. */
 export interface HearingSource {
   jsm: Pick<JetStreamManager, 'consumers' | 'streams'>;
+  /** The connection whose losses are deaf spans; absent, none are kept. */
+  nc?: Pick<NatsConnection, 'status'>;
   stream: string;
   logger?: Logger;
 }
@@ -51,7 +61,7 @@ const timeout = (ms: number) =>
  * what the answer covers: caught up (nothing pending), news stored before it is written; else the
  * stream time of the oldest message not acknowledged (the one after the ack floor) bounds it.
  */
-export async function readHeard(source: HearingSource, previousMs: number): Promise<Heard> {
+export async function readHeard(source: HearingSource, previousMs: number): Promise<Omit<Heard, 'deaf'>> {
   const askedAt = Date.now();
   const info = await source.jsm.consumers.info(source.stream, NEWS_CONSUMER);
   const pending = info.num_pending + info.num_ack_pending;
@@ -75,7 +85,25 @@ export async function readHeard(source: HearingSource, previousMs: number): Prom
  * back (its news shows as lag) until the stream delivers that news again to another.
  */
 export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()): NewsHearing {
-  let heard: Heard = { heardUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs };
+  let heard: Heard = { heardUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs, deaf: [] };
+  let deaf: DeafSpan[] = [];
+  let deafSince: number | undefined;
+  // A lost connection is a deaf span from the last read that answered to the reconnection.
+  const statuses = source.nc?.status() as (AsyncIterable<{ type: string }> & { stop?(): void }) | undefined;
+  if (statuses) {
+    (async () => {
+      for await (const status of statuses) {
+        if (status.type === 'disconnect' && deafSince === undefined) deafSince = Math.min(heard.readAtMs, Date.now());
+        else if (status.type === 'reconnect' && deafSince !== undefined) {
+          const now = Date.now();
+          deaf = [...deaf.filter((d) => d.toMs > now - DEAF_KEPT_MS), { fromMs: deafSince, toMs: now }].slice(-DEAF_SPANS_MAX);
+          source.logger?.warn({ deafMs: now - deafSince }, "NATS was away: beats sent meanwhile may be lost, so that time is not counted as machines' silence");
+          deafSince = undefined;
+          heard = { ...heard, deaf };
+        }
+      }
+    })().catch(() => undefined);
+  }
   let reading: Promise<Heard> | undefined;
   let failing = false;
   let stopped = false;
@@ -84,11 +112,11 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
   const refresh = (): Promise<Heard> =>
     (reading ??= Promise.race([readHeard(source, heard.heardUntilMs), timeout(HEARING_READ_TIMEOUT_MS)])
       .then((read) => {
-        heard = read;
+        heard = { ...read, deaf: deafSince === undefined ? deaf : [...deaf, { fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }] };
         if (failing) source.logger?.info({ pending: read.pending }, 'the news stream answers again: judging states at what is written');
         failing = false;
-        for (const listener of listeners) listener(read);
-        return read;
+        for (const listener of listeners) listener(heard);
+        return heard;
       })
       .catch((err) => {
         if (!failing && !stopped)
@@ -115,6 +143,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
     stop() {
       stopped = true;
       clearInterval(timer);
+      statuses?.stop?.();
       listeners.clear();
     },
   };

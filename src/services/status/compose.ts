@@ -3,6 +3,7 @@ import { byName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import { type CallsMesh, countRunningCalls } from '../calls/records.js';
 import { countHandActsThisWeek, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
+import type { DeafSpan, Judging } from '../machines/machines.js';
 import { readTiers } from '../plans/plan.js';
 import { listHoldings } from '../seats/holdings.js';
 import type { Composition, PlanStatus, RepeatedCauseStatus } from './composition.js';
@@ -62,6 +63,8 @@ export interface ComposeInput {
    * judged; `now` when absent (a gateway without a news stream, a test).
    */
   heardUntil?: Date;
+  /** The spans the gateway could not hear (src/services/news/hearing.ts): not counted as machines' silence. */
+  deaf?: readonly DeafSpan[];
 }
 
 /**
@@ -110,6 +113,11 @@ export interface Composed {
 
 /** The instant states are judged at: what is heard, never past the composition's own instant. */
 const heardUntilMs = (input: ComposeInput, now: Date): number => Math.min(input.heardUntil?.getTime() ?? now.getTime(), now.getTime());
+const judgingOf = (input: ComposeInput, now: Date): Judging => ({
+  heardUntilMs: heardUntilMs(input, now),
+  heartbeatSeconds: input.heartbeatSeconds,
+  deaf: input.deaf,
+});
 
 /** The parts of a composition not kept in the view: open plans, calls and hand-acts, read again each time. */
 async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, started: number, plans?: PlanStatus[]): Promise<Composition> {
@@ -124,7 +132,7 @@ async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, st
     tookMs: Math.round((performance.now() - started) * 100) / 100,
     trigger: input.trigger,
     heardUntil: new Date(heardUntilMs(input, now)).toISOString(),
-    machines: view.machines({ heardUntilMs: heardUntilMs(input, now), heartbeatSeconds: input.heartbeatSeconds }),
+    machines: view.machines(judgingOf(input, now)),
     seats: seatStatuses,
     unheldSeats: seatStatuses.filter((s) => !s.held).map((s) => s.name),
     callsRunning,
@@ -184,7 +192,7 @@ export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touch
   const now = input.now ?? new Date();
   // Machines about to be judged LATE or SILENT are read again too: news of them written since the
   // view read them may not have been told to the composer yet (docs/status.md, "Judging silence").
-  const crossing = view.crossingBy({ heardUntilMs: heardUntilMs(input, now), heartbeatSeconds: input.heartbeatSeconds });
+  const crossing = view.crossingBy(judgingOf(input, now));
   const names = crossing.length ? [...new Set([...touched, ...crossing])] : touched;
   const [rows, plans] = await Promise.all([names.length ? touchedRows(db, names) : [], openPlans(db)]);
   view.replaceTouched(names, rows);

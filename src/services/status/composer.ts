@@ -195,6 +195,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
           heartbeatSeconds: mesh.config.heartbeatSeconds,
           sources,
           heardUntil: heard ? new Date(heard.heardUntilMs) : undefined,
+          deaf: heard?.deaf,
         });
       })
       .then(async (composition) => {
