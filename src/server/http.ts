@@ -135,6 +135,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       caller: caller ?? callerFor(request?.headers.get('authorization')),
       loaders: createLoaders(mesh),
       now: new Date(),
+      judging: { ...mesh.hearing.current(), heartbeatSeconds: mesh.config.heartbeatSeconds },
     }),
     plugins: [
       // Outermost: an operation's span is active while every other plugin and the execution run.

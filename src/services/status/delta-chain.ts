@@ -48,6 +48,7 @@ export function mergeDeltas(chain: readonly StatusDelta[], target: Composition):
     seq: target.seq,
     baseSeq: chain[0].baseSeq,
     composedAt: last.composedAt,
+    ...(last.heardUntil !== undefined && { heardUntil: last.heardUntil }),
     tookMs: last.tookMs,
     trigger: last.trigger,
     machines: mergeLists(
@@ -118,6 +119,7 @@ export function replayDeltas(base: Composition, chain: readonly StatusDelta[]): 
     seq: last.seq,
     ...(base.controller !== undefined && { controller: base.controller }),
     composedAt: last.composedAt,
+    ...(last.heardUntil !== undefined && { heardUntil: last.heardUntil }),
     tookMs: last.tookMs,
     trigger: last.trigger,
     machines: replayList(

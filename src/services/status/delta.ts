@@ -21,12 +21,14 @@ export interface ListChanges<T> {
 /**
  * What changed from the composition `baseSeq` to the composition `seq`. A list is keyed by machine
  * name, seat name, plan id, repeated cause, unheld seat name; a count is null when it did not
- * change. composedAt, tookMs and trigger describe the composition `seq` and are always present.
+ * change. composedAt, heardUntil, tookMs and trigger describe the composition `seq` and are always
+ * present (heardUntil but from an older gateway).
  */
 export interface StatusDelta {
   seq: number;
   baseSeq: number;
   composedAt: string;
+  heardUntil?: string;
   tookMs: number;
   trigger: string;
   machines: ListChanges<MachineStatus>;
@@ -146,6 +148,7 @@ export function diffCompositions(a: Composition, b: Composition): StatusDelta {
     seq: b.seq,
     baseSeq: a.seq,
     composedAt: b.composedAt,
+    ...(b.heardUntil !== undefined && { heardUntil: b.heardUntil }),
     tookMs: b.tookMs,
     trigger: b.trigger,
     machines: diffList(a.machines, b.machines, nameOf),
@@ -158,7 +161,7 @@ export function diffCompositions(a: Composition, b: Composition): StatusDelta {
   };
 }
 
-/** Whether a delta changes nothing but the composition's stamp (seq, composedAt, tookMs, trigger). */
+/** Whether a delta changes nothing but the composition's stamp (seq, composedAt, heardUntil, tookMs, trigger). */
 export function deltaIsEmpty(delta: StatusDelta): boolean {
   return (
     isEmpty(delta.machines) &&
@@ -181,6 +184,7 @@ export function applyDelta(a: Composition, delta: StatusDelta): Composition {
     seq: delta.seq,
     ...(a.controller !== undefined && { controller: a.controller }),
     composedAt: delta.composedAt,
+    ...(delta.heardUntil !== undefined && { heardUntil: delta.heardUntil }),
     tookMs: delta.tookMs,
     trigger: delta.trigger,
     machines: applyListChanges(a.machines, delta.machines, nameOf),
