@@ -5,20 +5,20 @@ import { NEWS_CONSUMER } from '../../bus/news-stream.js';
 import type { DeafSpan } from '../machines/machines.js';
 
 /** Every replica reads how far the news is written this often: the lag on /metrics, and a composer behind learns it caught up. */
-export const HEARING_POLL_MS = 500;
+const HEARING_POLL_MS = 500;
 /** Deaf spans are kept this long after they end: past it no machine's state can still depend on one. */
 const DEAF_KEPT_MS = 60 * 60_000;
 /** ...and at most this many (a flapping connection keeps the newest). */
 const DEAF_SPANS_MAX = 32;
 /** A read of the watermark that takes longer than this is given up: the last one known stands (NATS away is lag, not silence). */
-export const HEARING_READ_TIMEOUT_MS = 2_000;
+const HEARING_READ_TIMEOUT_MS = 2_000;
 
 /**
  * How far the mesh's news is written, read off the news stream's one consumer: everything stored
  * before the oldest message not yet acknowledged is written (a message is acknowledged only once
  * its batch is written, whichever replica wrote it).
  */
-export interface Heard {
+interface Heard {
   /** News stored before this instant is written: states are judged at it. */
   heardUntilMs: number;
   /** Messages stored and not yet written: not yet delivered, or delivered and not acknowledged. */
@@ -61,7 +61,7 @@ const timeout = (ms: number) =>
  * what the answer covers: caught up (nothing pending), news stored before it is written; else the
  * stream time of the oldest message not acknowledged (the one after the ack floor) bounds it.
  */
-export async function readHeard(source: HearingSource, previousMs: number): Promise<Omit<Heard, 'deaf'>> {
+async function readHeard(source: HearingSource, previousMs: number): Promise<Omit<Heard, 'deaf'>> {
   const askedAt = Date.now();
   const info = await source.jsm.consumers.info(source.stream, NEWS_CONSUMER);
   const pending = info.num_pending + info.num_ack_pending;
