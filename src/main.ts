@@ -16,7 +16,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   const gateway = await startGateway(config, { logger });
   let stopping = false;
   const shutdown = (signal: string) => {
