@@ -10,6 +10,7 @@ import { type Config, NATS_URL_FILE } from './config.js';
 import { isStoreUnavailable } from './kernel/errors.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server/http.js';
+import { startJwtVerifier } from './services/access/jwt.js';
 import { loadAccess, watchTokensFile } from './services/access/tokens.js';
 import { startCallView } from './services/calls/records.js';
 import { startResponder } from './services/controller/responder.js';
@@ -62,10 +63,14 @@ export interface GatewayOptions {
  * be opened or migrated; stops what it started before it throws.
  */
 export async function startGateway(config: Config, { logger, onQuery }: GatewayOptions): Promise<Gateway> {
-  const access = loadAccess(config.tokensFile);
+  const jwt = config.jwt ? startJwtVerifier(config.jwt, logger) : undefined;
+  const access = loadAccess(config.tokensFile, jwt);
   let host = config.host;
   if (access.open && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
-    logger.warn({ host }, 'no MESH_TOKENS_FILE: every caller would have every scope, so the gateway listens on 127.0.0.1 only');
+    logger.warn(
+      { host },
+      'no MESH_TOKENS_FILE nor MESH_JWKS_FILE/MESH_JWKS_URL: every caller would have every scope, so the gateway listens on 127.0.0.1 only',
+    );
     host = '127.0.0.1';
   }
   const db: Store = await openStore({
@@ -79,7 +84,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
   });
   const tokensWatch = watchTokensFile(access, logger);
-  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), () => db.destroy()];
+  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), async () => jwt?.stop(), () => db.destroy()];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stopping'));
   };
