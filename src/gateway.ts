@@ -118,6 +118,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const statusStream = await ensureStatusStream(bus.jsm, config.controller, config.subjects, {
       historyHours: config.statusHistoryHours,
       replicas: config.kvReplicas,
+      maxBytes: config.streamBytes.status,
       logger,
     });
     const status = startStatusFeed(bus.nc, subjects.status, logger, config.controller, {
@@ -132,7 +133,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const responder = startResponder(mesh);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
-    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas);
+    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas, config.streamBytes.news);
     const news = startNewsIngest(mesh, newsStream.consumer);
     // Composing only once the stream is read: the first composition is then a delta from the last.
     await status.caughtUp();
