@@ -6,7 +6,7 @@ const INSUFFICIENT_STORAGE = /insufficient storage/i;
 const PROBE_GRAIN_BYTES = 1 << 20;
 
 /** The start refused because a stream's reservation does not fit NATS's JetStream file store. */
-export class StorageRefused extends Error {
+class StorageRefused extends Error {
   override name = 'StorageRefused';
 }
 
