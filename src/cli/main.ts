@@ -10,6 +10,7 @@ import { seatCommands } from './commands/seats.js';
 import { statusCommands } from './commands/status.js';
 import { tokenCommands } from './commands/token.js';
 import type { CommandContext } from './context.js';
+import { LIST_SHOWN, showWide } from './output.js';
 
 /** meshctl's exit codes: what a script can branch on. */
 export const EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3 } as const;
@@ -49,11 +50,13 @@ export async function main(argv: string[]): Promise<number> {
       ),
     )
     .option('--json', 'print exactly the GraphQL data, for scripts')
+    .option('--wide', `show every item of a list and every character of a cell (by default a list shows its first ${LIST_SHOWN}, then +N more)`)
     .showHelpAfterError()
     .exitOverride();
   let code: number = EXIT.ok;
   const run = async (work: (ctx: CommandContext) => Promise<void>) => {
-    const options = program.opts<{ url: string; token?: string; tokenFile?: string; json?: boolean }>();
+    const options = program.opts<{ url: string; token?: string; tokenFile?: string; json?: boolean; wide?: boolean }>();
+    showWide(!!options.wide);
     const token = options.tokenFile ? () => readTokenFile(options.tokenFile as string) : options.token;
     const ctx: CommandContext = { client: new GatewayClient(graphqlEndpoint(options.url), token), json: !!options.json, print };
     try {
