@@ -8,6 +8,7 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
+import { loadConfig } from '../src/config.js';
 import { startJwtVerifier } from '../src/services/access/jwt.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
@@ -295,4 +296,23 @@ describe('meshctl status --watch signed in with a JWT', () => {
       watcher.child.kill('SIGINT');
     }
   }, 60_000);
+});
+
+describe('the JWT variables', () => {
+  const base = { MESH_JWKS_FILE: '/etc/mesh/jwks.json', MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE };
+  test('need an issuer and an audience, one source of keys, and a JWKS for the others to mean anything', () => {
+    expect(() => loadConfig({ ...base, MESH_JWT_AUDIENCE: '' })).toThrow(
+      'JWT sign-in needs MESH_JWT_ISSUER and MESH_JWT_AUDIENCE: MESH_JWT_AUDIENCE is not set',
+    );
+    expect(() => loadConfig({ ...base, MESH_JWKS_URL: 'https://id.example.test/jwks' })).toThrow('set MESH_JWKS_FILE or MESH_JWKS_URL, not both');
+    expect(() => loadConfig({ MESH_JWT_ISSUER: ISSUER })).toThrow(/MESH_JWT_ISSUER is set but neither MESH_JWKS_FILE nor MESH_JWKS_URL is/);
+    expect(() => loadConfig({ ...base, MESH_JWKS_FILE: '', MESH_JWKS_URL: 'ftp://id.example.test/jwks' })).toThrow(/MESH_JWKS_URL must be an http\(s\) URL/);
+    expect(loadConfig({ ...base, MESH_JWT_SCOPES_CLAIM: 'roles' }).jwt).toEqual({
+      jwksFile: '/etc/mesh/jwks.json',
+      jwksUrl: undefined,
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      scopesClaim: 'roles',
+    });
+  });
 });
