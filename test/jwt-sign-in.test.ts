@@ -219,6 +219,29 @@ describe('MESH_JWKS_URL', () => {
     expect(fetches).toBeGreaterThanOrEqual(2);
     verifier.stop();
   }, 30_000);
+
+  test('signs a gateway in: a token of a served key reads, one of another key is refused naming why', async () => {
+    served = [first];
+    const urlEnv = await testEnv('jwt_url');
+    const gateway = await startTestGateway({ ...urlEnv.env, MESH_JWKS_URL: url, MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE });
+    try {
+      const read = async (token: string) => {
+        const response = await fetch(gateway.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify({ query: '{ seats { name } }' }),
+        });
+        return { status: response.status, body: (await response.json()) as { errors?: { message: string }[] } };
+      };
+      expect((await read(await aJwt(first, { scope: 'read' }))).status).toBe(200);
+      const refused = await read(await aJwt(stranger, { scope: 'read' }));
+      expect(refused.status).toBe(401);
+      expect(refused.body.errors?.[0]?.message).toBe("the token's signature does not verify");
+    } finally {
+      await gateway.stop();
+      await urlEnv.cleanup();
+    }
+  }, 60_000);
 });
 
 /** `meshctl --json status --watch` as a child, with its lines as they come and its exit. */
