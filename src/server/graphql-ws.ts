@@ -164,6 +164,8 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
         ctx.extra.socket.close(CloseCode.Forbidden, forbiddenReason(error));
         return false;
       }
+      // Closed while its token was verified: its close has run, so it must not be counted now.
+      if (ctx.extra.socket.readyState !== WebSocket.OPEN) return false;
       if (perCaller.get(caller.name) >= caps.socketsPerCaller) {
         logger.info({ caller: caller.name, cap: caps.socketsPerCaller }, 'WebSocket refused: sockets per caller');
         ctx.extra.socket.close(TOO_MANY, `${caller.name} has ${caps.socketsPerCaller} sockets open; at most ${caps.socketsPerCaller}`);

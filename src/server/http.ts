@@ -181,7 +181,13 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
       // A JWT's signature is verified (asynchronously) before anything judges the caller at once.
       const admitted = access.admit(request.headers.authorization);
-      if (admitted) void admitted.then(() => answer(request, response));
+      if (admitted)
+        void admitted
+          .then(() => answer(request, response))
+          .catch((err) => {
+            logger.error({ err }, 'answering a request failed');
+            if (!response.headersSent) response.writeHead(500).end();
+          });
       else answer(request, response);
     }),
   );
