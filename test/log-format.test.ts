@@ -18,10 +18,11 @@ async function logged(onTerminal: boolean, env: Record<string, string> = {}): Pr
 }
 
 describe('log lines', () => {
-  it('read as words on a terminal: time, level, message and fields, no JSON', async () => {
+  it('read as one line per event on a terminal: time, level and message first, then the fields', async () => {
     const out = await logged(true);
     expect(out).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: serving GraphQL/);
-    expect(out).toContain('url: "http://127.0.0.1:4000/graphql"');
+    expect(out).toContain('{"url":"http://127.0.0.1:4000/graphql"}');
+    expect(out.split('\n')).toHaveLength(1);
     expect(out).not.toContain('{"level"');
   }, 90_000);
 
