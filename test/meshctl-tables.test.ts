@@ -68,7 +68,13 @@ test('status heads every section, so an empty one reads as such rather than a ba
   const lines = run.stdout.trimEnd().split('\n');
   expect(lines).toContain('machines by site:');
   expect(lines[lines.indexOf('machines by site:') + 1]).toMatch(/^SITE\s+UP\s+LATE\s+SILENT$/);
-  expect(lines.slice(-2)).toEqual(['plans open:', '(none)']);
-  // Every `(none)` says what is missing: it follows a heading or ends a `label:` line.
-  for (const [i, line] of lines.entries()) if (line.includes('(none)')) expect(line === '(none)' ? lines[i - 1] : line).toMatch(/:( \(none\))?$/);
+  expect(lines.slice(-3)).toEqual(['plans open:', 'PLAN  SEAT  BUILD  STATE  PROGRESS  STOP REASON', '(none)']);
+  // Every `(none)` says what is missing: under column headings, or ending a `label:` line.
+  for (const [i, line] of lines.entries()) if (line.includes('(none)')) expect(line === '(none)' ? lines[i - 1] : line).toMatch(/^[A-Z ()*]+$|: \(none\)$/);
+}, 60_000);
+
+test('an empty list still shows its column headings above (none)', async () => {
+  const run = await meshctl(['plans']);
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout.trimEnd().split('\n')).toEqual([expect.stringMatching(/^PLAN\s+SEAT\s+BUILD\s+STATE/), '(none)']);
 }, 60_000);

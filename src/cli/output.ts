@@ -40,9 +40,9 @@ export function section(title: string, body: string): string {
   return `${title}:\n${body}`;
 }
 
-/** Rows as a plain text table, columns padded to their widest cell; `(none)` when there are none. */
+/** Rows as a plain text table, columns padded to their widest cell; with none, the headings and `(none)` under them, so it says what is missing. */
 export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
-  if (rows.length === 0) return '(none)';
+  if (rows.length === 0) return `${columns.map((c) => c.heading.toUpperCase()).join('  ')}\n(none)`;
   const cells = rows.map((row) => columns.map((c) => cell(c.value(row))));
   const widths = columns.map((c, i) => Math.max(c.heading.length, ...cells.map((r) => r[i]!.length)));
   const line = (values: string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join('  ');
