@@ -30,11 +30,12 @@ export function graphqlEndpoint(url: string): string {
   }
 }
 
-/** The token in MESH_TOKEN_FILE as it is now; unreadable, none (the gateway then says it needs one). */
+/** The token in MESH_TOKEN_FILE as it is now; unreadable, none (said on stderr; the gateway then says it needs one). */
 function readTokenFile(path: string): string | undefined {
   try {
     return readFileSync(path, 'utf8').trim() || undefined;
-  } catch {
+  } catch (error) {
+    process.stderr.write(`meshctl: cannot read MESH_TOKEN_FILE ${path}: ${(error as Error).message}\n`);
     return undefined;
   }
 }
