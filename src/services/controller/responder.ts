@@ -1,4 +1,5 @@
 import { headers, type Msg, type Subscription } from '@nats-io/transport-node';
+import { inSpan, messageContext, natsSpanAttributes, SpanKind } from '../../bus/trace-context.js';
 import { Forbidden, Invalid } from '../../kernel/errors.js';
 import { ID_PATTERN } from '../../kernel/ids.js';
 import { isName } from '../../kernel/names.js';
@@ -167,7 +168,10 @@ export function startResponder(mesh: Mesh): Responder {
       return refuseBusy(msg);
     }
     inFlight++;
-    const done: Promise<void> = handle(mesh, msg)
+    // A server span in the trace the request's traceparent names (an agent's), or a new trace.
+    const { verb } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, msg.subject);
+    const traced = { kind: SpanKind.SERVER, parent: messageContext(msg.headers), attributes: natsSpanAttributes(msg.subject) };
+    const done: Promise<void> = inSpan(`controller ${verb.slice(0, 100)}`, traced, () => handle(mesh, msg))
       .catch((error) => mesh.logger.error({ err: error, subject: msg.subject }, 'controller verb request failed'))
       .finally(() => {
         inFlight--;
