@@ -2,12 +2,10 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
-import { newsStreamName } from '../src/bus/news-stream.js';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
 import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
@@ -21,6 +19,7 @@ import { encodeComposition } from '../src/services/status/feed.js';
 import { INCREMENTAL_TRIGGERS } from '../src/services/status/step.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
+import { deleteControllerStreams } from './streams.js';
 
 /** A mesh to bench: machines over SITES sites each running two modules, seats, recorded holdings per machine. */
 interface MeshSize {
@@ -300,13 +299,7 @@ async function runAt(size: MeshSize): Promise<string> {
     }
   } finally {
     await admin((c) => c.query(`drop database if exists "${name}" with (force)`)).catch(() => undefined);
-    const nc = await connect({ servers: NATS_URL }).catch(() => undefined);
-    if (nc) {
-      const jsm = await jetstreamManager(nc);
-      for await (const s of jsm.streams.list())
-        if (s.config.name.startsWith(`KV_${controller}_`) || s.config.name === newsStreamName(controller)) await jsm.streams.delete(s.config.name);
-      await nc.close();
-    }
+    await deleteControllerStreams(NATS_URL, controller);
   }
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; load average at the end ${loadavg()[0]!.toFixed(2)}`;
   return [`machine: ${machine}`, ...lines].join('\n');

@@ -4,7 +4,6 @@ import { createServer } from 'node:http';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -15,6 +14,7 @@ import { startGateway } from '../src/gateway.js';
 import type { Composition } from '../src/services/status/composition.js';
 import { publishComposition } from '../src/services/status/feed.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
+import { deleteControllerStreams } from './streams.js';
 
 // Sizes the issue sets; every process is this file in a role, all traffic on 127.0.0.1.
 const MACHINES = 1_000;
@@ -480,12 +480,7 @@ export async function run(): Promise<string> {
     await nc?.close();
     await Promise.all([gateway.end(), bare.end()]);
     await admin(`drop database if exists "${name}" with (force)`).catch(() => undefined);
-    const cleanup = await connect({ servers: NATS_URL }).catch(() => undefined);
-    if (cleanup) {
-      const jsm = await jetstreamManager(cleanup);
-      for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`KV_${controller}_`)) await jsm.streams.delete(s.config.name);
-      await cleanup.close();
-    }
+    await deleteControllerStreams(NATS_URL, controller);
   }
   return [`machine: ${machineLine()}`, ...lines].join('\n');
 }

@@ -6,13 +6,10 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
-import { newsStreamName } from '../src/bus/news-stream.js';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
 import { finishCall, startCall } from '../src/services/calls/records.js';
@@ -20,6 +17,7 @@ import { appendHandAct } from '../src/services/hand-acts/hand-acts.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import { BARE_SHAPES } from './reads-bare.js';
+import { deleteControllerStreams } from './streams.js';
 
 // The mesh of issue 13: 2,000 machines over 5 sites, 2 modules each, 505 seats, 5,000 holdings on
 // record; 10,000 machines for the machines shape. Every server is a process of its own on 127.0.0.1.
@@ -394,13 +392,7 @@ async function phase(large: boolean, log: (line: string) => void): Promise<void>
   } finally {
     await Promise.allSettled([gateway.call('stop').then(() => gateway.end()), bare.call('stop').then(() => bare.end()), peer.end()]);
     await admin(`drop database if exists "${database.name}" with (force)`).catch(() => undefined);
-    const nc = await connect({ servers: NATS_URL }).catch(() => undefined);
-    if (nc) {
-      const jsm = await jetstreamManager(nc);
-      for await (const s of jsm.streams.list())
-        if (s.config.name.startsWith(`KV_${controller}_`) || s.config.name === newsStreamName(controller)) await jsm.streams.delete(s.config.name);
-      await nc.close();
-    }
+    await deleteControllerStreams(NATS_URL, controller);
   }
 }
 

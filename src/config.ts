@@ -45,7 +45,31 @@ export interface Config {
   caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number; operationsPerSecond: number };
   /** MESH_PERSISTED_ONLY=1: only operations of the codegen manifest are answered (by hash, or by their text). */
   persistedOnly: boolean;
+  /** LOG_FORMAT: `json` or `pretty`; unset, pretty lines on a terminal and JSON otherwise. */
+  logFormat: 'json' | 'pretty' | undefined;
+  /** JWT sign-in (MESH_JWKS_FILE or MESH_JWKS_URL); undefined when neither is set. */
+  jwt: JwtConfig | undefined;
+  /** MESH_NEWS_MAX_BYTES / MESH_STATUS_MAX_BYTES: what each stream may hold, reserved in the NATS server's store (times the replicas). */
+  streamBytes: { news: number; status: number };
 }
+
+export interface JwtConfig {
+  /** A JWKS JSON file, re-read when it changes. */
+  jwksFile: string | undefined;
+  /** A JWKS served over HTTP(S), cached, fetched again for a key id it does not hold. */
+  jwksUrl: string | undefined;
+  /** MESH_JWT_ISSUER: the `iss` a token must carry (required). */
+  issuer: string;
+  /** MESH_JWT_AUDIENCE: an `aud` a token must carry (required). */
+  audience: string;
+  /** MESH_JWT_SCOPES_CLAIM: the claim holding the scopes (default `scope`, space-separated as OAuth 2 has it, or an array). */
+  scopesClaim: string;
+}
+
+/** The default each stream may hold: 1 GiB, reserved whole by the NATS server's store whether used or not. */
+export const STREAM_MAX_BYTES_DEFAULT = 1 << 30;
+/** Below this a stream could not hold one composition snapshot of a large mesh: refused as a typo. */
+export const STREAM_MAX_BYTES_MIN = 1 << 20;
 
 /** A dashboard runs a handful of operations on its socket; 100 is room for any screen, not for a flood. */
 const SUBSCRIPTIONS_PER_SOCKET = 100;
@@ -174,7 +198,48 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       operationsPerSecond: int(env, 'MESH_OPS_PER_SECOND', OPERATIONS_PER_SECOND, 1),
     },
     persistedOnly: flag(env, 'MESH_PERSISTED_ONLY', false),
+    logFormat: logFormat(env, 'LOG_FORMAT'),
+    jwt: jwt(env),
+    streamBytes: {
+      news: Math.floor(int(env, 'MESH_NEWS_MAX_BYTES', STREAM_MAX_BYTES_DEFAULT, STREAM_MAX_BYTES_MIN)),
+      status: Math.floor(int(env, 'MESH_STATUS_MAX_BYTES', STREAM_MAX_BYTES_DEFAULT, STREAM_MAX_BYTES_MIN)),
+    },
   };
+}
+
+function logFormat(env: NodeJS.ProcessEnv, key: string): 'json' | 'pretty' | undefined {
+  const raw = env[key]?.trim();
+  if (!raw) return undefined;
+  if (raw === 'json' || raw === 'pretty') return raw;
+  throw new ConfigError(`${key} must be json or pretty, got ${JSON.stringify(raw)}`);
+}
+
+/** MESH_JWKS_FILE or MESH_JWKS_URL (not both) turns JWT sign-in on; the other MESH_JWT_* need one of them. */
+function jwt(env: NodeJS.ProcessEnv): JwtConfig | undefined {
+  const jwksFile = env.MESH_JWKS_FILE?.trim() || undefined;
+  const jwksUrl = env.MESH_JWKS_URL?.trim() || undefined;
+  const issuer = env.MESH_JWT_ISSUER?.trim() || undefined;
+  const audience = env.MESH_JWT_AUDIENCE?.trim() || undefined;
+  const scopesClaim = env.MESH_JWT_SCOPES_CLAIM?.trim() || 'scope';
+  if (jwksFile && jwksUrl) throw new ConfigError('set MESH_JWKS_FILE or MESH_JWKS_URL, not both');
+  if (!jwksFile && !jwksUrl) {
+    const stray = ['MESH_JWT_ISSUER', 'MESH_JWT_AUDIENCE', 'MESH_JWT_SCOPES_CLAIM'].find((key) => env[key]?.trim());
+    if (stray) throw new ConfigError(`${stray} is set but neither MESH_JWKS_FILE nor MESH_JWKS_URL is: no token could be verified`);
+    return undefined;
+  }
+  // Without both, a token the same identity provider issued for another service would be let in.
+  if (!issuer || !audience)
+    throw new ConfigError(`JWT sign-in needs MESH_JWT_ISSUER and MESH_JWT_AUDIENCE: ${!issuer ? 'MESH_JWT_ISSUER' : 'MESH_JWT_AUDIENCE'} is not set`);
+  if (jwksUrl) {
+    let url: URL | undefined;
+    try {
+      url = new URL(jwksUrl);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !['http:', 'https:'].includes(url.protocol)) throw new ConfigError(`MESH_JWKS_URL must be an http(s) URL, got ${JSON.stringify(jwksUrl)}`);
+  }
+  return { jwksFile: jwksFile && resolve(jwksFile), jwksUrl, issuer, audience, scopesClaim };
 }
 
 /** The file under MESH_DATA_DIR naming the NATS a gateway without NATS_URL uses (a child nats-server's port changes per start); `npm run simulate` reads it. */

@@ -10,6 +10,7 @@ import { type Config, NATS_URL_FILE } from './config.js';
 import { isStoreUnavailable } from './kernel/errors.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server/http.js';
+import { startJwtVerifier } from './services/access/jwt.js';
 import { loadAccess, watchTokensFile } from './services/access/tokens.js';
 import { startCallView } from './services/calls/records.js';
 import { startResponder } from './services/controller/responder.js';
@@ -63,10 +64,14 @@ export interface GatewayOptions {
  * be opened or migrated; stops what it started before it throws.
  */
 export async function startGateway(config: Config, { logger, onQuery }: GatewayOptions): Promise<Gateway> {
-  const access = loadAccess(config.tokensFile);
+  const jwt = config.jwt ? startJwtVerifier(config.jwt, logger) : undefined;
+  const access = loadAccess(config.tokensFile, jwt);
   let host = config.host;
   if (access.open && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
-    logger.warn({ host }, 'no MESH_TOKENS_FILE: every caller would have every scope, so the gateway listens on 127.0.0.1 only');
+    logger.warn(
+      { host },
+      'no MESH_TOKENS_FILE nor MESH_JWKS_FILE/MESH_JWKS_URL: every caller would have every scope, so the gateway listens on 127.0.0.1 only',
+    );
     host = '127.0.0.1';
   }
   const db: Store = await openStore({
@@ -80,7 +85,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
   });
   const tokensWatch = watchTokensFile(access, logger);
-  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), () => db.destroy()];
+  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), async () => jwt?.stop(), () => db.destroy()];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stopping'));
   };
@@ -114,6 +119,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const statusStream = await ensureStatusStream(bus.jsm, config.controller, config.subjects, {
       historyHours: config.statusHistoryHours,
       replicas: config.kvReplicas,
+      maxBytes: config.streamBytes.status,
       logger,
     });
     const status = startStatusFeed(bus.nc, subjects.status, logger, config.controller, {
@@ -124,7 +130,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       askSnapshot: () => bus.nc.publish(composeSubject(subjects.root), JSON.stringify({ triggers: ['resync'] })),
     });
     stops.push(() => status.stop());
-    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas);
+    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas, config.streamBytes.news);
     const hearing = startNewsHearing({ jsm: bus.jsm, nc: bus.nc, stream: newsStream.stream, logger });
     stops.push(async () => hearing.stop());
     await hearing.refresh();

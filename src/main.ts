@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   let logger;
   try {
     config = loadConfig();
-    logger = createLogger(config.logLevel);
+    logger = createLogger(config.logLevel, config.logFormat);
     // Before the gateway starts, so its first statements and messages are traced too.
     tracing = startTracing(process.env, logger);
   } catch (error) {

@@ -96,7 +96,7 @@ function natsUrlFor(config: { natsUrl: string[] | undefined; dataDir: string }):
 async function main(): Promise<void> {
   const opts = options();
   const config = loadConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   const subjects = subjectsUnder(config.subjects);
   const heartbeatMs = config.heartbeatSeconds * 1000;
   const nc = await connect({ servers: natsUrlFor(config), user: config.natsUser, pass: config.natsPassword, name: 'mesh-simulator' });

@@ -30,7 +30,7 @@ test('with tokens configured the dashboard asks for a token, says clearly when o
 
   await page.locator('#token-input').fill('not-a-token-we-know');
   await page.locator('#token-form button').click();
-  await expect.poll(() => page.locator('#token-message').textContent(), { timeout: 10_000 }).toBe('the gateway refused this token');
+  await expect.poll(() => page.locator('#token-message').textContent(), { timeout: 10_000 }).toBe('the gateway refused this token: the token is not known');
   await browser.screenshot('dashboard-token-refused.png');
 
   await page.locator('#token-input').fill(WALL.token);

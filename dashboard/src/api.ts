@@ -17,7 +17,11 @@ export async function query<T>(endpoint: string, document: string, variables: Re
     headers: { 'content-type': 'application/json', accept: 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
     body: JSON.stringify({ query: document, variables }),
   });
-  if (response.status === 401) throw new Refused('refused');
+  if (response.status === 401) {
+    // The gateway's reason (`the token expired at …`), when its answer carries one.
+    const refusal = (await response.json().catch(() => undefined)) as { errors?: { message?: string }[] } | undefined;
+    throw new Refused(refusal?.errors?.[0]?.message ?? '');
+  }
   const body = (await response.json()) as { data?: T; errors?: { message: string }[] };
   if (!body.data) throw new Error(body.errors?.[0]?.message ?? `HTTP ${response.status}`);
   return body.data;

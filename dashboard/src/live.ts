@@ -67,7 +67,12 @@ export function followStatus(options: LiveOptions): { restart(): void; held(): S
           if (mine !== generation) return;
           const code = (event as CloseEvent | undefined)?.code;
           if (code === FORBIDDEN) {
-            options.onConnection('refused', token ? 'the gateway refused this token' : 'this gateway needs a token');
+            // The gateway's reason (`Forbidden: the token expired at …`), so the person knows what to fix.
+            const reason = (event as CloseEvent | undefined)?.reason?.replace(/^Forbidden:\s*/, '');
+            options.onConnection(
+              'refused',
+              token ? `the gateway refused this token${reason && reason !== 'Forbidden' ? `: ${reason}` : ''}` : 'this gateway needs a token',
+            );
             return;
           }
           options.onConnection('reconnecting', 'disconnected; reconnecting');

@@ -45,6 +45,11 @@ function showConnection(state: Connection, detail?: string): void {
   else if (state === 'live') tokenPanel.hidden = true;
 }
 
+/** What the person reads when the gateway refused the token given, with its reason when it said one. */
+function refusedMessage(reason: string): string {
+  return `the gateway refused this token${reason ? `: ${reason}` : ''}`;
+}
+
 function askForToken(message: string): void {
   tokenPanel.hidden = false;
   tokenMessage.hidden = false;
@@ -60,7 +65,7 @@ function throttled(fetcher: () => Promise<void>): () => void {
     timer = undefined;
     last = Date.now();
     fetcher().catch((error) => {
-      if (error instanceof Refused) askForToken(token.get() ? 'the gateway refused this token' : 'this gateway needs a token');
+      if (error instanceof Refused) askForToken(token.get() ? refusedMessage(error.message) : 'this gateway needs a token');
     });
   };
   return () => {

@@ -1,6 +1,7 @@
 import { DiscardPolicy, type JetStreamManager, RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { replicasRefusal, updateStream } from './buckets.js';
+import { storageRefusal } from './storage.js';
 
 /**
  * The status stream keeps at most this many bytes (1 GiB, as the news stream): about a day of a
@@ -34,6 +35,8 @@ export interface StatusStreamOptions {
   historyHours?: number;
   /** How many servers keep the stream (MESH_KV_REPLICAS at merge); 1 on a single server. */
   replicas?: number;
+  /** What the stream may hold (MESH_STATUS_MAX_BYTES), reserved in the server's store times the replicas. */
+  maxBytes?: number;
   logger?: Logger;
 }
 
@@ -41,7 +44,7 @@ type Limits = Pick<StreamConfig, 'max_bytes' | 'max_age' | 'discard' | 'num_repl
 
 /** What the stream's limits must be; read and updated at start where they differ. */
 const statusStreamLimits = (options: StatusStreamOptions = {}): Limits => ({
-  max_bytes: STATUS_STREAM_MAX_BYTES,
+  max_bytes: options.maxBytes ?? STATUS_STREAM_MAX_BYTES,
   max_age: Math.round((options.historyHours ?? STATUS_HISTORY_DEFAULT_H) * 3600 * 1000) * NANOS_PER_MS,
   discard: DiscardPolicy.Old,
   num_replicas: options.replicas ?? 1,
@@ -61,6 +64,7 @@ export async function ensureStatusStream(
   const stream = statusStreamName(controller);
   const subjects = statusStreamSubjects(root, controller);
   const limits = statusStreamLimits(options);
+  const reservation = { stream, variable: 'MESH_STATUS_MAX_BYTES', maxBytes: limits.max_bytes as number, replicas: limits.num_replicas ?? 1 };
   const info = await jsm.streams.info(stream).catch((error: Error) => {
     if (/stream not found/i.test(error.message)) return undefined;
     throw error;
@@ -68,8 +72,8 @@ export async function ensureStatusStream(
   if (!info) {
     await jsm.streams
       .add({ name: stream, subjects: [subjects.all], storage: StorageType.File, retention: RetentionPolicy.Limits, ...limits })
-      .catch((error: unknown) => {
-        throw replicasRefusal(error, stream, limits.num_replicas ?? 1);
+      .catch(async (error: unknown) => {
+        throw replicasRefusal(await storageRefusal(jsm, error, reservation), stream, limits.num_replicas ?? 1);
       });
     options.logger?.info({ stream, subjects: subjects.all }, 'status stream created');
   } else {
@@ -77,7 +81,9 @@ export async function ensureStatusStream(
     for (const [key, want] of Object.entries(limits) as [keyof Limits, never][]) if (info.config[key] !== want) diff[key] = want;
     if (info.config.subjects?.join() !== subjects.all) diff.subjects = [subjects.all];
     if (Object.keys(diff).length) {
-      await updateStream(jsm, stream, diff, limits.num_replicas ?? 1);
+      await updateStream(jsm, stream, diff, limits.num_replicas ?? 1).catch(async (error: unknown) => {
+        throw await storageRefusal(jsm, error, reservation);
+      });
       options.logger?.info({ stream, changed: Object.keys(diff) }, 'status stream limits updated');
     }
   }

@@ -27,6 +27,9 @@ export class Refused extends Error {
   }
 }
 
+/** graphql-ws's Forbidden: the gateway refused the token of connection_init. */
+const FORBIDDEN = 4403;
+
 /** How long one request may take before meshctl gives up on it. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -37,16 +40,22 @@ interface Response<T> {
 
 /** A client of one gateway, as a tool is: HTTP for queries and mutations, graphql-ws for subscriptions. */
 export class GatewayClient {
+  /** `token` is a token, or where to read one each time it is presented (MESH_TOKEN_FILE, which a sign-in agent refreshes). */
   constructor(
     readonly url: string,
-    private readonly token: string | undefined,
-  ) {}
+    token: string | (() => string | undefined) | undefined,
+  ) {
+    this.token = typeof token === 'function' ? token : () => token;
+  }
+
+  private readonly token: () => string | undefined;
 
   private headers(): Record<string, string> {
+    const token = this.token();
     return {
       'content-type': 'application/json',
       accept: 'application/graphql-response+json, application/json',
-      ...(this.token && { authorization: `Bearer ${this.token}` }),
+      ...(token && { authorization: `Bearer ${token}` }),
     };
   }
 
@@ -86,12 +95,18 @@ export class GatewayClient {
     signal: AbortSignal,
     variables?: () => V,
   ): Promise<void> {
+    // The token presented at the last connection_init: refused (4403, an expired JWT say), the
+    // socket is opened again only once the token changed, else meshctl ends with the reason.
+    let presented: string | undefined;
     const client = createClient({
       url: this.url.replace(/^http/, 'ws'),
       webSocketImpl: WebSocket,
-      connectionParams: this.token ? { Authorization: `Bearer ${this.token}` } : undefined,
+      connectionParams: () => {
+        presented = this.token();
+        return presented ? { Authorization: `Bearer ${presented}` } : {};
+      },
       retryAttempts: Number.POSITIVE_INFINITY,
-      shouldRetry: () => !signal.aborted,
+      shouldRetry: (event) => !signal.aborted && !((event as { code?: number })?.code === FORBIDDEN && this.token() === presented),
     });
     return new Promise<void>((resolve, reject) => {
       const stop = client.subscribe<T>(

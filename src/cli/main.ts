@@ -1,8 +1,10 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { GatewayClient, Refused, Unreachable } from './client.js';
 import { registerCommands } from './commands.js';
 import type { CommandContext } from './context.js';
+import { LIST_SHOWN, showWide } from './output.js';
 
 /** meshctl's exit codes: what a script can branch on. */
 export const EXIT = { ok: 0, refused: 1, usage: 2, unreachable: 3 } as const;
@@ -22,18 +24,36 @@ export function graphqlEndpoint(url: string): string {
   }
 }
 
+/** The token in MESH_TOKEN_FILE as it is now; unreadable, none (said on stderr; the gateway then says it needs one). */
+function readTokenFile(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8').trim() || undefined;
+  } catch (error) {
+    process.stderr.write(`meshctl: cannot read MESH_TOKEN_FILE ${path}: ${(error as Error).message}\n`);
+    return undefined;
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('meshctl')
     .description('the mesh-gateway command line: status, seats, machines, plans, calls, hand-acts, durations')
     .addOption(new Option('--url <url>', 'the gateway GraphQL endpoint (a bare http://host:port means its /graphql)').env('MESH_URL').default(DEFAULT_URL))
-    .addOption(new Option('--token <token>', 'a bearer token, when the gateway has MESH_TOKENS_FILE').env('MESH_TOKEN'))
+    .addOption(new Option('--token <token>', 'a bearer token or a JWT, when the gateway has MESH_TOKENS_FILE or MESH_JWKS_*').env('MESH_TOKEN'))
+    .addOption(
+      new Option('--token-file <path>', 'a file holding the token, read again at each request and reconnection (a sign-in agent refreshes it)').env(
+        'MESH_TOKEN_FILE',
+      ),
+    )
     .option('--json', 'print exactly the GraphQL data, for scripts')
+    .option('--wide', `show every item of a list and every character of a cell (by default a list shows its first ${LIST_SHOWN}, then +N more)`)
     .showHelpAfterError()
     .exitOverride();
   let code: number = EXIT.ok;
   const run = async (work: (ctx: CommandContext) => Promise<void>) => {
-    const options = program.opts<{ url: string; token?: string; json?: boolean }>();
-    const ctx: CommandContext = { client: new GatewayClient(graphqlEndpoint(options.url), options.token), json: !!options.json, print };
+    const options = program.opts<{ url: string; token?: string; tokenFile?: string; json?: boolean; wide?: boolean }>();
+    showWide(!!options.wide);
+    const token = options.tokenFile ? () => readTokenFile(options.tokenFile as string) : options.token;
+    const ctx: CommandContext = { client: new GatewayClient(graphqlEndpoint(options.url), token), json: !!options.json, print };
     try {
       await work(ctx);
     } catch (error) {

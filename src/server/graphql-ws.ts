@@ -62,6 +62,15 @@ class Counter {
   }
 }
 
+/** The longest a Node timer waits. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The close reason of a refused connection_init: `Forbidden: <why>`, within a close frame's 123 bytes. */
+function forbiddenReason(error: unknown): string {
+  const reason = `Forbidden: ${error instanceof Error ? error.message : String(error)}`;
+  return Buffer.byteLength(reason) <= 123 ? reason : 'Forbidden';
+}
+
 type Roots = { execute(args: ExecutionArgs): unknown; subscribe(args: ExecutionArgs): unknown };
 
 const reasonOf = (error: unknown) => {
@@ -121,18 +130,42 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       socket.close(CloseCode.Forbidden, 'Forbidden: the token was revoked or lost scopes');
     }
   });
+  /** A socket signed in with a JWT is closed 4403 the instant the token expires; a fresh token resumes on a new socket. */
+  const closeAtExpiry = (socket: WebSocket, expiresAt: number | undefined) => {
+    if (expiresAt === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    const check = () => {
+      const left = expiresAt - Date.now();
+      if (left > 0) {
+        // A Node timer waits at most MAX_TIMER_MS (24.8 days): a longer token is checked again then.
+        timer = setTimeout(check, Math.min(left, MAX_TIMER_MS)).unref();
+        return;
+      }
+      if (socket.readyState !== WebSocket.OPEN) return;
+      logger.info({ caller: acknowledged.get(socket)?.caller?.name }, 'WebSocket closed: its token expired');
+      acknowledged.delete(socket);
+      socket.close(CloseCode.Forbidden, `Forbidden: the token expired at ${new Date(expiresAt).toISOString()}`);
+    };
+    check();
+    socket.once('close', () => clearTimeout(timer));
+  };
   const server = makeServer<Record<string, unknown>, WsExtra>({
     execute: (args) => (args.rootValue as Roots).execute(args) as never,
     subscribe: (args) => (args.rootValue as Roots).subscribe(args) as never,
-    onConnect: (ctx: WsContext<Record<string, unknown>, WsExtra>) => {
+    onConnect: async (ctx: WsContext<Record<string, unknown>, WsExtra>) => {
       const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
       let caller: Caller;
       const presented = typeof authorization === 'string' ? authorization : undefined;
       try {
+        await access.admit(presented);
         caller = access.callerFor(presented);
-      } catch {
-        return false; // graphql-ws closes the socket with 4403 Forbidden
+      } catch (error) {
+        // 4403, graphql-ws's Forbidden, with the reason (a JWT's: signature, issuer, audience or expiry).
+        ctx.extra.socket.close(CloseCode.Forbidden, forbiddenReason(error));
+        return false;
       }
+      // Closed while its token was verified: its close has run, so it must not be counted now.
+      if (ctx.extra.socket.readyState !== WebSocket.OPEN) return false;
       if (perCaller.get(caller.name) >= caps.socketsPerCaller) {
         logger.info({ caller: caller.name, cap: caps.socketsPerCaller }, 'WebSocket refused: sockets per caller');
         ctx.extra.socket.close(TOO_MANY, `${caller.name} has ${caps.socketsPerCaller} sockets open; at most ${caps.socketsPerCaller}`);
@@ -144,6 +177,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       perCaller.add(caller.name);
       counted.set(ctx.extra.socket, caller.name);
       if (ctx.extra.socket.readyState === WebSocket.OPEN) acknowledged.set(ctx.extra.socket, ctx.extra);
+      closeAtExpiry(ctx.extra.socket, access.expiresAt(presented));
       return true;
     },
     onSubscribe: async (ctx, id, payload) => {

@@ -185,7 +185,16 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     log.http((request, response) => {
       // `/ready` answers any Host (a balancer may probe by address); everything else is guarded.
       if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
-      answer(request, response);
+      // A JWT's signature is verified (asynchronously) before anything judges the caller at once.
+      const admitted = access.admit(request.headers.authorization);
+      if (admitted)
+        void admitted
+          .then(() => answer(request, response))
+          .catch((err) => {
+            logger.error({ err }, 'answering a request failed');
+            if (!response.headersSent) response.writeHead(500).end();
+          });
+      else answer(request, response);
     }),
   );
   wss = new WebSocketServer({

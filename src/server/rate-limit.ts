@@ -5,9 +5,14 @@ import type { Access } from '../services/access/tokens.js';
 /** A caller may spend up to this many seconds' worth of operations at once, then its rate. */
 const BURST_SECONDS = 2;
 
+/** Past this many callers' buckets, those full again (idle for BURST_SECONDS) are dropped: dropping one loses nothing. */
+const BUCKETS_SWEPT_PAST = 10_000;
+
 /**
- * Operations per second per caller, as token buckets: one bucket per caller name, and names come
- * only from the tokens file (or `local`), so the map is bounded by it.
+ * Operations per second per caller, as token buckets: one bucket per caller name. Names come from
+ * the tokens file (or `local`) and from verified JWTs' `sub`, as many as the identity provider has
+ * users: idle buckets are swept past BUCKETS_SWEPT_PAST, so the map holds about the callers active
+ * in the last BURST_SECONDS.
  */
 export class OperationRate {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
@@ -21,6 +26,9 @@ export class OperationRate {
   take(caller: string): number {
     const burst = this.perSecond * BURST_SECONDS;
     const now = this.now();
+    if (this.buckets.size >= BUCKETS_SWEPT_PAST && !this.buckets.has(caller)) {
+      for (const [name, idle] of this.buckets) if (now - idle.at >= BURST_SECONDS * 1000) this.buckets.delete(name);
+    }
     const bucket = this.buckets.get(caller) ?? { tokens: burst, at: now };
     bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond);
     bucket.at = now;

@@ -4,7 +4,7 @@ import type { StatusDelta } from '../../services/status/delta.js';
 import { applyDelta } from '../../services/status/delta.js';
 import { type CommandContext, type Runner, show } from '../context.js';
 import { StatusChangesDocument, StatusDocument, type StatusPartsFragment } from '../generated/graphql.js';
-import { col, table } from '../output.js';
+import { col, listed, section, table } from '../output.js';
 
 type Summary = Pick<StatusPartsFragment, 'seq' | 'composedAt' | 'heardUntil' | 'machines' | 'unheldSeats' | 'plans' | 'callsRunning' | 'handActsThisWeek'>;
 
@@ -25,18 +25,24 @@ function summary(status: Summary): string {
     `status ${status.seq} composed ${status.composedAt}: ${total} machines, ${status.callsRunning} calls running, ${status.handActsThisWeek} hand-acts this week`,
     ...(behind > BEHIND_SHOWN_S ? [`behind by ${Math.round(behind)} s: news up to ${status.heardUntil} is written, machines shown as then`] : []),
     '',
-    table(rows, [col('site', ([s]) => s), col('up', ([, c]) => c.UP), col('late', ([, c]) => c.LATE), col('silent', ([, c]) => c.SILENT)]),
+    section(
+      'machines by site',
+      table(rows, [col('site', ([s]) => s), col('up', ([, c]) => c.UP), col('late', ([, c]) => c.LATE), col('silent', ([, c]) => c.SILENT)]),
+    ),
     '',
-    `unheld seats: ${status.unheldSeats.length ? status.unheldSeats.join(', ') : '(none)'}`,
+    `unheld seats: ${listed(status.unheldSeats)}`,
     '',
-    table(plans, [
-      col('plan', (p) => p.id),
-      col('seat', (p) => p.seat),
-      col('build', (p) => p.build),
-      col('state', (p) => p.state),
-      col('progress', (p) => p.progress),
-      col('stop reason', (p) => p.stopReason),
-    ]),
+    section(
+      'plans open',
+      table(plans, [
+        col('plan', (p) => p.id),
+        col('seat', (p) => p.seat),
+        col('build', (p) => p.build),
+        col('state', (p) => p.state),
+        col('progress', (p) => p.progress),
+        col('stop reason', (p) => p.stopReason),
+      ]),
+    ),
   ].join('\n');
 }
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { Forbidden, Invalid } from '../../kernel/errors.js';
 import { isName, NAME_RULE } from '../../kernel/names.js';
 import { type Caller, SCOPES, type Scope } from './caller.js';
+import { type JwtVerdict, type JwtVerifier, looksLikeJwt } from './jwt.js';
 
 /** Everyone is this caller when no tokens are configured (the gateway then listens on loopback only). */
 const LOCAL_CALLER: Caller = { name: 'local', scopes: new Set<Scope>(SCOPES) };
@@ -28,10 +29,17 @@ const tokensFileSchema = z.object({
 });
 
 export interface Access {
-  /** The caller a request's Authorization header names, from the tokens as last read; Forbidden when it names none. */
+  /** The caller a request's Authorization header names, from the tokens as last read; Forbidden, with the reason, when it names none. */
   callerFor(authorization: string | null | undefined): Caller;
+  /**
+   * Does the slow part of judging an Authorization (a JWT's signature against the JWKS), after
+   * which `callerFor` answers it at once; undefined when there is nothing to wait for. Never rejects.
+   */
+  admit(authorization: string | null | undefined): Promise<void> | undefined;
+  /** When the caller `authorization` names stops being one (a JWT's `exp`), in epoch ms; undefined when never. */
+  expiresAt(authorization: string | null | undefined): number | undefined;
   readonly open: boolean;
-  /** Calls `listener` each time the tokens file has been re-read successfully; returns its removal. */
+  /** Calls `listener` each time the tokens file or the JWKS file has been re-read successfully; returns its removal. */
   onReload(listener: () => void): () => void;
 }
 
@@ -41,6 +49,9 @@ interface FileAccess extends Access {
   /** Re-reads the file; on a file that does not parse throws Invalid and keeps the tokens it had. */
   reload(): void;
 }
+
+/** Verdicts on JWTs kept between `admit` and `callerFor`, and for the next request with the same token. */
+const JWT_VERDICTS_KEPT = 10_000;
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
@@ -56,34 +67,77 @@ function readTokens(tokensFile: string): Entry[] {
   return parsed.tokens.map((t) => ({ hash: Buffer.from(t.sha256, 'hex'), caller: { name: t.name, scopes: new Set(t.scopes) } }));
 }
 
+const bearerOf = (authorization: string | null | undefined): string | undefined => /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+
 /**
- * Reads MESH_TOKENS_FILE (`{"tokens":[{"name","scopes","sha256"}]}`: hashes, never tokens).
- * Without a file, every caller is `local` with every scope.
+ * Reads MESH_TOKENS_FILE (`{"tokens":[{"name","scopes","sha256"}]}`: hashes, never tokens) and,
+ * with `jwt`, takes JWTs beside it: a bearer shaped like a JWT is verified against the JWKS, any
+ * other is looked up in the file. Without either, every caller is `local` with every scope.
  */
-export function loadAccess(tokensFile: string | undefined): Access {
-  if (!tokensFile) return { open: true, callerFor: () => LOCAL_CALLER, onReload: () => () => undefined };
-  let entries = readTokens(tokensFile);
+export function loadAccess(tokensFile: string | undefined, jwt?: JwtVerifier): Access {
+  if (!tokensFile && !jwt)
+    return { open: true, callerFor: () => LOCAL_CALLER, admit: () => undefined, expiresAt: () => undefined, onReload: () => () => undefined };
+  let entries = tokensFile ? readTokens(tokensFile) : [];
   const listeners = new Set<() => void>();
-  const access: FileAccess = {
+  const fire = () => {
+    for (const listener of listeners) listener();
+  };
+  /** Each JWT's verdict; a Map keeps insertion order, so the oldest is dropped first. */
+  const verdicts = new Map<string, JwtVerdict>();
+  const judge = async (token: string) => {
+    const verdict = await (jwt as JwtVerifier).verify(token);
+    if (verdicts.size >= JWT_VERDICTS_KEPT) verdicts.delete(verdicts.keys().next().value as string);
+    verdicts.set(token, verdict);
+  };
+  // New keys judge every token again (a key taken out refuses its tokens) before sockets are re-judged.
+  jwt?.onKeysChanged(() => {
+    const tokens = [...verdicts.keys()];
+    verdicts.clear();
+    void Promise.all(tokens.map(judge)).then(fire);
+  });
+  const isJwt = (token: string) => jwt !== undefined && looksLikeJwt(token);
+  const access: Access & Partial<FileAccess> = {
     open: false,
     tokensFile,
     callerFor(authorization) {
-      const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+      const token = bearerOf(authorization);
       if (!token) throw new Forbidden('an Authorization: Bearer <token> header is required');
+      if (isJwt(token)) {
+        const verdict = verdicts.get(token);
+        if (!verdict) throw new Forbidden('the token was not verified');
+        if ('refusal' in verdict) throw new Forbidden(verdict.refusal);
+        if (verdict.expiresAt <= Date.now()) throw new Forbidden(`the token expired at ${new Date(verdict.expiresAt).toISOString()}`);
+        return verdict.caller;
+      }
+      if (!tokensFile) throw new Forbidden('the token is not a JWT, and only JWTs are taken here');
       const hash = Buffer.from(hashToken(token), 'hex');
       const entry = entries.find((e) => timingSafeEqual(e.hash, hash));
       if (!entry) throw new Forbidden('the token is not known');
       return entry.caller;
     },
+    admit(authorization) {
+      const token = bearerOf(authorization);
+      if (!token || !isJwt(token)) return undefined;
+      // A refusal is judged again: the key it lacked may have been published since.
+      const verdict = verdicts.get(token);
+      return verdict && !('refusal' in verdict) ? undefined : judge(token);
+    },
+    expiresAt(authorization) {
+      const token = bearerOf(authorization);
+      const verdict = token === undefined ? undefined : verdicts.get(token);
+      return verdict && 'expiresAt' in verdict ? verdict.expiresAt : undefined;
+    },
     onReload(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    reload() {
-      entries = readTokens(tokensFile);
-      for (const listener of listeners) listener();
-    },
   };
+  if (tokensFile) {
+    access.reload = () => {
+      entries = readTokens(tokensFile);
+      fire();
+    };
+  }
   return access;
 }
 
