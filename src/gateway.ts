@@ -19,6 +19,7 @@ import { MeshEvents } from './services/events.js';
 import { startHandActView } from './services/hand-acts/hand-acts.js';
 import type { Mesh } from './services/mesh.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
+import { startPlanChanges } from './services/plans/changes.js';
 import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
@@ -123,7 +124,10 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       askSnapshot: () => bus.nc.publish(composeSubject(subjects.root), JSON.stringify({ triggers: ['resync'] })),
     });
     stops.push(() => status.stop());
-    const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, status };
+    const events = new MeshEvents();
+    const planChanges = startPlanChanges({ db, bus, subjects, events, logger });
+    stops.push(async () => planChanges.stop());
+    const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events, buckets, views, leases, status, planChanges };
     const responder = startResponder(mesh);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);

@@ -6,6 +6,7 @@ import * as newsStream from '../src/bus/news-stream.js';
 import * as retry from '../src/bus/retry.js';
 import * as statusStream from '../src/bus/status-stream.js';
 import * as config from '../src/config.js';
+import * as liveQueue from '../src/kernel/live-queue.js';
 import * as names from '../src/kernel/names.js';
 import * as accessLog from '../src/server/access-log.js';
 import * as health from '../src/server/health.js';
@@ -45,6 +46,7 @@ const modules = [
   retry,
   config,
   names,
+  liveQueue,
   server,
   accessLog,
   health,

@@ -8,6 +8,7 @@ import type { Store } from '../store/db.js';
 import type { CallSummary } from './calls/records.js';
 import type { MeshEvents } from './events.js';
 import type { HandAct } from './hand-acts/hand-acts.js';
+import type { PlanChanges } from './plans/changes.js';
 import type { Leases } from './replicas/leases.js';
 import type { Catalogue } from './seats/catalogue.js';
 import type { RunningStatusFeed } from './status/feed.js';
@@ -34,4 +35,6 @@ export interface Mesh {
   leases: Leases;
   /** The last status composition this replica heard, and each new one as it comes. */
   status: RunningStatusFeed;
+  /** Plan changes announced on NATS by whichever replica made them, for planChanged's followers. */
+  planChanges: PlanChanges;
 }
