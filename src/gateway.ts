@@ -25,6 +25,7 @@ import { startLeases } from './services/replicas/leases.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
 import { type Composer, composeSubject, startComposer } from './services/status/composer.js';
+import { startStatusCounts } from './services/status/counts.js';
 import { startStatusFeed } from './services/status/feed.js';
 import { openStore, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
@@ -124,10 +125,12 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       askSnapshot: () => bus.nc.publish(composeSubject(subjects.root), JSON.stringify({ triggers: ['resync'] })),
     });
     stops.push(() => status.stop());
+    const statusCounts = startStatusCounts(status, { js: bus.js, stream: statusStream.stream }, config.statusHistoryHours * 3_600_000, logger);
+    stops.push(async () => statusCounts.stop());
     const events = new MeshEvents();
     const planChanges = startPlanChanges({ db, bus, subjects, events, logger });
     stops.push(async () => planChanges.stop());
-    const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events, buckets, views, leases, status, planChanges };
+    const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events, buckets, views, leases, status, planChanges, statusCounts: statusCounts.series };
     const responder = startResponder(mesh);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);

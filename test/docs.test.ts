@@ -27,6 +27,7 @@ import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as compose from '../src/services/status/compose.js';
 import * as composer from '../src/services/status/composer.js';
+import * as statusCounts from '../src/services/status/counts.js';
 import * as feed from '../src/services/status/feed.js';
 import * as statusHistory from '../src/services/status/history.js';
 import * as machineHistory from '../src/services/status/machine-history.js';
@@ -64,6 +65,7 @@ const modules = [
   timeouts,
   leases,
   composer,
+  statusCounts,
   feed,
   compose,
   composeStep,

@@ -11,6 +11,7 @@ import type { HandAct } from './hand-acts/hand-acts.js';
 import type { PlanChanges } from './plans/changes.js';
 import type { Leases } from './replicas/leases.js';
 import type { Catalogue } from './seats/catalogue.js';
+import type { StatusCountSeries } from './status/counts.js';
 import type { RunningStatusFeed } from './status/feed.js';
 
 /**
@@ -37,4 +38,6 @@ export interface Mesh {
   status: RunningStatusFeed;
   /** Plan changes announced on NATS by whichever replica made them, for planChanged's followers. */
   planChanges: PlanChanges;
+  /** The machines UP, LATE and SILENT over the kept history, one point per grain: what statusCounts answers from. */
+  statusCounts: StatusCountSeries;
 }
