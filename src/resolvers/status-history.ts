@@ -31,7 +31,7 @@ builder.queryFields((t) => ({
   }),
   statusCounts: t.field({
     type: [StatusCountRef],
-    description: `The machines UP, LATE and SILENT at \`until\`, \`until - stepSeconds\`, … back to \`since\`, oldest first (default: now, and a day before it; \`stepSeconds\` default: the window in about ${STATUS_COUNTS_POINTS_DEFAULT} steps), each the composition in force then to within ${STATUS_COUNTS_GRAIN_MS / 1000} s, from the status stream; no point before the history kept. At most ${STATUS_COUNTS_POINTS_MAX} points (INVALID past it, naming the least step), so its cost never grows with the window.`,
+    description: `The machines UP, LATE and SILENT at \`until\`, \`until - stepSeconds\`, … back to \`since\`, oldest first (default: now, and a day before it or the start of the history kept, whichever is later; \`stepSeconds\` default: the window in about ${STATUS_COUNTS_POINTS_DEFAULT} steps), each the composition in force then to within ${STATUS_COUNTS_GRAIN_MS / 1000} s, from the status stream; no point before the history kept. At most ${STATUS_COUNTS_POINTS_MAX} points (INVALID past it, naming the least step), so its cost never grows with the window.`,
     args: { since: t.arg({ type: 'DateTime' }), until: t.arg({ type: 'DateTime' }), stepSeconds: t.arg.int() },
     resolve: (_root, args, ctx) => ctx.mesh.statusCounts.query(args, ctx.now),
   }),

@@ -97,14 +97,16 @@ export class StatusCountSeries {
   }
 
   /**
-   * The counts at `until`, `until - step`, … back to `since` (default: now, and a day before it), oldest first:
+   * The counts at `until`, `until - step`, … back to `since` (default: now, and a day before it or
+   * the first point kept, whichever is later), oldest first:
    * each point the composition in force then (to within the grain), none before the first kept.
    * Invalid for a window backwards, a step under 1 s or more than STATUS_COUNTS_POINTS_MAX points.
    * Its cost is the points answered plus one binary search.
    */
   query(query: { since?: Date | null; until?: Date | null; stepSeconds?: number | null }, now = new Date()): StatusCount[] {
     const until = Math.min((query.until ?? now).getTime(), now.getTime());
-    const since = (query.since ?? new Date(until - STATUS_COUNTS_DEFAULT_SPAN_MS)).getTime();
+    // Without `since`: the history kept, up to a day (not instants before the first point, which would have none).
+    const since = query.since ? query.since.getTime() : Math.max(until - STATUS_COUNTS_DEFAULT_SPAN_MS, Math.min(this.points[0]?.t ?? until, until));
     if (Number.isNaN(since) || Number.isNaN(until)) throw new Invalid('since and until are instants', 'since');
     if (since > until) throw new Invalid('since is after until (or after now)', 'since');
     const span = until - since;
