@@ -7,6 +7,11 @@ import { startTestGateway, testEnv } from '../test/fixtures/services.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const MACHINES = QUICK ? 1_000 : 10_000;
+/** The filter and the timeline are measured at these sizes. */
+const LOOK_SIZES = QUICK ? [1_000] : [10_000, 100_000];
+/** What is typed into the filter, a key at a time, KEY_EVERY_MS apart (a brisk typist), then erased. */
+const TYPED = 'machine-0042';
+const KEY_EVERY_MS = 120;
 const SEATS = 50;
 /** One-machine deltas, one every DELTA_EVERY_MS (faster than a gateway composes: COMPOSE_MIN_GAP_MS). */
 const SMALL_DELTAS = 100;
@@ -27,6 +32,12 @@ const ms = (x: number) => `${x.toFixed(2)} ms`;
  * Timing `mesh:delta`, the apply plus the DOM it touches) and the frames drawn meanwhile.
  */
 export async function run(): Promise<string> {
+  const lines = [await runUpdates()];
+  for (const size of LOOK_SIZES) lines.push(await runLookBack(size));
+  return lines.join('\n\n');
+}
+
+async function runUpdates(): Promise<string> {
   const env = await testEnv('bench_dashboard');
   const gateway = await startTestGateway(env.env);
   const browser = await chromium.launch({
@@ -82,6 +93,78 @@ export async function run(): Promise<string> {
       `  frames meanwhile: ${frames.length}, p50 ${ms(quantile(frames, 0.5))}, p99 ${ms(quantile(frames, 0.99))}, longest ${ms(Math.max(...frames))}`,
       `every machine heard (a delta of ${MACHINES} changed), ${large.length} deltas: update p50 ${ms(quantile(large, 0.5))}, max ${ms(Math.max(...large))}`,
       `page JS heap: ${(heap / 2 ** 20).toFixed(1)} MB`,
+    ].join('\n');
+  } finally {
+    await browser.close();
+    await gateway.stop();
+    await env.cleanup();
+  }
+}
+
+/**
+ * The filter and the timeline at `machines`: the page opened on one composition of that size,
+ * then the filter typed a key at a time and erased (User Timing `mesh:filter`: the grid narrowed,
+ * every cell's visibility judged; frames meanwhile: the style and layout it caused), and the
+ * timeline drawn for each live composition (`mesh:timeline`) while one-machine deltas arrive.
+ */
+async function runLookBack(machines: number): Promise<string> {
+  const env = await testEnv('bench_dashboard_look');
+  const gateway = await startTestGateway(env.env);
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
+  });
+  try {
+    const subject = gateway.mesh.subjects.status;
+    const nc = gateway.mesh.bus.nc;
+    let seq = SEQ_FROM;
+    let composition: Composition = { ...aComposition(seq, machines, SEATS), controller: env.controller } as Composition;
+    await publishComposition(nc, subject, composition);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const opened = performance.now();
+    await page.goto(`${new URL(gateway.url).origin}/`);
+    await page.waitForFunction((n) => document.querySelectorAll('#sites .m').length === n, machines, { timeout: 180_000 });
+    const drawn = performance.now() - opened;
+    await page.evaluate(`(() => {
+      window.frames_ = [];
+      let last = performance.now();
+      const tick = (t) => { window.frames_.push(t - last); last = t; requestAnimationFrame(tick); };
+      requestAnimationFrame(tick);
+      performance.clearMeasures();
+    })()`);
+    const filter = page.locator('#machine-filter');
+    await filter.click();
+    for (const key of TYPED) {
+      await page.keyboard.type(key);
+      await sleep(KEY_EVERY_MS);
+    }
+    const shown = await page.evaluate(() => document.querySelectorAll('#sites .m:not([hidden])').length);
+    for (let i = 0; i < TYPED.length; i++) {
+      await page.keyboard.press('Backspace');
+      await sleep(KEY_EVERY_MS);
+    }
+    await page.waitForFunction((n) => document.querySelectorAll('#sites .m:not([hidden])').length === n, machines, { timeout: 30_000 });
+    const keys = await page.evaluate(() => performance.getEntriesByName('mesh:filter').map((e) => e.duration));
+    const typingFrames = await page.evaluate(() => (window as unknown as { frames_: number[] }).frames_.slice(1));
+
+    await page.evaluate(() => {
+      (window as unknown as { frames_: number[] }).frames_ = [];
+      performance.clearMeasures();
+    });
+    for (let i = 0; i < 20; i++) {
+      composition = oneMachineChanged(composition, ++seq, (i * 97) % machines);
+      await publishComposition(nc, subject, composition);
+      await sleep(DELTA_EVERY_MS);
+    }
+    await page.waitForFunction((s) => document.getElementById('composition')?.dataset.seq === String(s), seq, { timeout: 60_000 });
+    const timeline = await page.evaluate(() => performance.getEntriesByName('mesh:timeline').map((e) => e.duration));
+    const bars = await page.evaluate(() => document.querySelectorAll('[data-testid="timeline"] rect').length);
+    return [
+      `### filter and timeline at ${machines.toLocaleString('en')} machines (load ${loadavg()[0]?.toFixed(1)})`,
+      `page open to ${machines} cells drawn: ${ms(drawn)}`,
+      `filter "${TYPED}" typed and erased, ${keys.length} keystrokes ${KEY_EVERY_MS} ms apart (${shown} shown at the end of typing): per key p50 ${ms(quantile(keys, 0.5))}, p99 ${ms(quantile(keys, 0.99))}, max ${ms(Math.max(...keys))}`,
+      `  frames meanwhile: ${typingFrames.length}, p50 ${ms(quantile(typingFrames, 0.5))}, p99 ${ms(quantile(typingFrames, 0.99))}, longest ${ms(Math.max(...typingFrames))}; over 50 ms: ${typingFrames.filter((f) => f > 50).length}`,
+      `timeline drawn per live composition (${bars} bars), ${timeline.length} draws: p50 ${ms(quantile(timeline, 0.5))}, max ${ms(Math.max(...timeline))}`,
     ].join('\n');
   } finally {
     await browser.close();

@@ -6,6 +6,7 @@ import { CALL_CHANGED, HAND_ACT_ADDED, PLAN_CHANGED } from './queries.js';
 const HAND_ACTS_SHOWN = 15;
 /** Calls kept running on the page at most (the panel shows the first 20). */
 const CALLS_KEPT = 200;
+const RESUBSCRIBE_AFTER_MS = 1_000;
 
 export interface SideHandlers {
   onApplies(planId: string, applies: { machine: string; tier: number; ok: boolean | null }[]): void;
@@ -25,6 +26,8 @@ export class SideLive {
   private readonly running = new Map<string, RunningCall>();
   private acts: HandActRow[] = [];
   private callCursor: string | undefined;
+  /** The page's current socket: a subscription the gateway ended (a slow subscriber dropped) is made again on it. */
+  private socket: Client | undefined;
 
   constructor(private readonly handlers: SideHandlers) {}
 
@@ -40,6 +43,20 @@ export class SideLive {
   }
 
   follow(socket: Client): void {
+    this.socket = socket;
+    this.followPlans(socket);
+    this.followCalls(socket);
+    this.followHandActs(socket);
+  }
+
+  /** When the gateway completes one of these (it drops a subscriber that fell behind), it is made again, from the cursor held. */
+  private again(socket: Client, follow: (socket: Client) => void): () => void {
+    return () => {
+      if (this.socket === socket) setTimeout(() => this.socket === socket && follow(socket), RESUBSCRIBE_AFTER_MS);
+    };
+  }
+
+  private followPlans(socket: Client): void {
     socket.subscribe<{ planChanged: { id: string; applies: { machine: string; tier: number; ok: boolean | null }[] } }>(
       { query: PLAN_CHANGED },
       {
@@ -48,9 +65,12 @@ export class SideLive {
           if (plan) this.handlers.onApplies(plan.id, plan.applies);
         },
         error: () => undefined,
-        complete: () => undefined,
+        complete: this.again(socket, (s) => this.followPlans(s)),
       },
     );
+  }
+
+  private followCalls(socket: Client): void {
     socket.subscribe<{ callChanged: ChangedCall }>(
       { query: CALL_CHANGED, variables: this.callCursor ? { after: this.callCursor } : {} },
       {
@@ -64,9 +84,12 @@ export class SideLive {
           this.handlers.onCalls(this.list());
         },
         error: () => undefined,
-        complete: () => undefined,
+        complete: this.again(socket, (s) => this.followCalls(s)),
       },
     );
+  }
+
+  private followHandActs(socket: Client): void {
     const newest = this.acts[0]?.id;
     socket.subscribe<{ handActAdded: HandActRow }>(
       { query: HAND_ACT_ADDED, variables: newest ? { after: newest } : {} },
@@ -78,7 +101,7 @@ export class SideLive {
           this.handlers.onHandActs(this.acts);
         },
         error: () => undefined,
-        complete: () => undefined,
+        complete: this.again(socket, (s) => this.followHandActs(s)),
       },
     );
   }

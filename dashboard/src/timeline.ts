@@ -88,6 +88,12 @@ export class Timeline {
   }
 
   private draw(): void {
+    const start = performance.now();
+    this.drawNow();
+    performance.measure('mesh:timeline', { start, end: performance.now() });
+  }
+
+  private drawNow(): void {
     const span = this.span();
     if (!span) {
       this.chart.replaceChildren();
