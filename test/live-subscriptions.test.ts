@@ -1,5 +1,8 @@
+import { GraphQLError } from 'graphql';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { LIVE_WAITING_MAX, LiveQueue, type LiveStep } from '../src/kernel/live-queue.js';
+import { followed, followedItem } from '../src/resolvers/live-follow.js';
+import type { GatewayContext } from '../src/schema/context.js';
 import { anAgent, eventually, type Received, sseSubscribe, wsSubscribe } from './fixtures/live.js';
 import { aMachine } from './fixtures/mesh.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
@@ -168,4 +171,24 @@ test('a follower that lets the most allowed wait is dropped, told so once, and h
   expect(steps).toEqual([{ kind: 'dropped' }]);
   queue.push(5);
   expect(queue.size).toBe(0);
+});
+
+test('a dropped subscriber is sent SLOW_SUBSCRIBER naming the cursor of the last item it was sent, then completes', async () => {
+  const queue = new LiveQueue<{ id: string }>(undefined, () => undefined);
+  const source = followed(queue, {} as GatewayContext, (item) => item.id, 'from-here');
+  queue.push({ id: 'a1' });
+  const first = await source.next();
+  expect(followedItem(first.value!)).toEqual({ id: 'a1' });
+  for (let i = 0; i <= LIVE_WAITING_MAX; i++) queue.push({ id: `x${i}` });
+  const dropped = await source.next();
+  let error: unknown;
+  try {
+    followedItem(dropped.value!);
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toBeInstanceOf(GraphQLError);
+  expect((error as GraphQLError).extensions).toEqual({ code: 'SLOW_SUBSCRIBER', resumeAfter: 'a1' });
+  expect((error as GraphQLError).message).toContain('subscribe again with after: "a1"');
+  expect(await source.next()).toEqual({ value: undefined, done: true });
 });
