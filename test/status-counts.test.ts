@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { STATUS_COUNTS_GRAIN_MS, STATUS_COUNTS_POINTS_MAX, StatusCountSeries } from '../src/services/status/counts.js';
+import { statusStreamName } from '../src/bus/status-stream.js';
+import { STATUS_COUNTS_GRAIN_MS, STATUS_COUNTS_POINTS_MAX, StatusCountSeries, startStatusCounts } from '../src/services/status/counts.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
@@ -91,6 +92,16 @@ test('statusCounts counts the machines of the compositions, and a replica starte
     20_000,
   );
   expect(before.at(-1)).toMatchObject({ up: 3, late: 0, silent: 0 });
+});
+
+test('the counts are read back from the stream messages’ headers alone, without a composition heard', async () => {
+  const silentFeed = { current: () => undefined, subscribe: () => () => undefined };
+  const counts = startStatusCounts(silentFeed, { js: a.mesh.bus.js, stream: statusStreamName(env.controller) }, 24 * 3600_000);
+  await counts.backfilled;
+  counts.stop();
+  const points = counts.series.query({ since: new Date(Date.now() - 600_000), stepSeconds: 1 });
+  expect(points.some((p) => p.up === 0)).toBe(true);
+  expect(points.at(-1)).toMatchObject({ up: 3, late: 0, silent: 0 });
 });
 
 test('statusCounts refuses a step that asks too many points as INVALID', async () => {
