@@ -1,5 +1,5 @@
 import { cpus, loadavg } from 'node:os';
-import { chromium } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 import type { Composition } from '../src/services/status/composition.js';
 import { publishComposition } from '../src/services/status/feed.js';
 import { aComposition, everyMachineHeard, oneMachineChanged } from '../test/fixtures/compositions.js';
@@ -37,39 +37,62 @@ export async function run(): Promise<string> {
   return lines.join('\n\n');
 }
 
-async function runUpdates(): Promise<string> {
-  const env = await testEnv('bench_dashboard');
+interface Opened {
+  page: Page;
+  /** From the page asked to every cell drawn. */
+  drawnMs: number;
+  /** The composition the page opened on (seq SEQ_FROM). */
+  first: Composition;
+  publish(composition: Composition): Promise<void>;
+}
+
+/**
+ * A real gateway whose status feed is given one synthetic composition of `machines`, and the built
+ * page in headless chromium opened on it until every cell is drawn; `work` measures, then all stops.
+ */
+async function withDashboard(prefix: string, machines: number, work: (opened: Opened) => Promise<string>): Promise<string> {
+  const env = await testEnv(prefix);
   const gateway = await startTestGateway(env.env);
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
   });
   try {
-    const subject = gateway.mesh.subjects.status;
-    const nc = gateway.mesh.bus.nc;
-    let seq = SEQ_FROM;
-    let composition: Composition = { ...aComposition(seq, MACHINES, SEATS), controller: env.controller } as Composition;
-    await publishComposition(nc, subject, composition);
-
+    const publish = (c: Composition) => publishComposition(gateway.mesh.bus.nc, gateway.mesh.subjects.status, c);
+    const first = { ...aComposition(SEQ_FROM, machines, SEATS), controller: env.controller } as Composition;
+    await publish(first);
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const opened = performance.now();
     await page.goto(`${new URL(gateway.url).origin}/`);
-    await page.waitForFunction((n) => document.querySelectorAll('#sites .m').length === n, MACHINES, { timeout: 60_000 });
-    const firstPaint = performance.now() - opened;
+    await page.waitForFunction((n) => document.querySelectorAll('#sites .m').length === n, machines, { timeout: 180_000 });
+    return await work({ page, drawnMs: performance.now() - opened, first, publish });
+  } finally {
+    await browser.close();
+    await gateway.stop();
+    await env.cleanup();
+  }
+}
+
+/** Frames drawn from now: the gaps between animation frames, in `window.frames_`. A script as text: tsx's helpers (`__name`) do not exist in the page. */
+const COUNT_FRAMES = `(() => {
+  window.frames_ = [];
+  let last = performance.now();
+  const tick = (t) => { window.frames_.push(t - last); last = t; requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+  performance.clearMeasures();
+})()`;
+
+function runUpdates(): Promise<string> {
+  return withDashboard('bench_dashboard', MACHINES, async ({ page, drawnMs: firstPaint, first, publish }) => {
+    let seq = SEQ_FROM;
+    let composition = first;
     const full = await page.evaluate(() => performance.getEntriesByName('mesh:full').map((e) => e.duration));
-    // Frames drawn while deltas arrive: the gaps between animation frames.
-    // A script as text: tsx's helpers (`__name`) do not exist in the page.
-    await page.evaluate(`(() => {
-      window.frames_ = [];
-      let last = performance.now();
-      const tick = (t) => { window.frames_.push(t - last); last = t; requestAnimationFrame(tick); };
-      requestAnimationFrame(tick);
-      performance.clearMeasures('mesh:delta');
-    })()`);
+    // Frames drawn while deltas arrive.
+    await page.evaluate(COUNT_FRAMES);
 
     for (let i = 0; i < SMALL_DELTAS; i++) {
       composition = oneMachineChanged(composition, ++seq, (i * 97) % MACHINES);
-      await publishComposition(nc, subject, composition);
+      await publish(composition);
       await sleep(DELTA_EVERY_MS);
     }
     await page.waitForFunction((s) => document.getElementById('composition')?.dataset.seq === String(s), seq, { timeout: 30_000 });
@@ -79,7 +102,7 @@ async function runUpdates(): Promise<string> {
     await page.evaluate(() => performance.clearMeasures('mesh:delta'));
     for (let i = 0; i < LARGE_DELTAS; i++) {
       composition = everyMachineHeard(composition, ++seq);
-      await publishComposition(nc, subject, composition);
+      await publish(composition);
       await sleep(1_000);
     }
     await page.waitForFunction((s) => document.getElementById('composition')?.dataset.seq === String(s), seq, { timeout: 30_000 });
@@ -94,11 +117,7 @@ async function runUpdates(): Promise<string> {
       `every machine heard (a delta of ${MACHINES} changed), ${large.length} deltas: update p50 ${ms(quantile(large, 0.5))}, max ${ms(Math.max(...large))}`,
       `page JS heap: ${(heap / 2 ** 20).toFixed(1)} MB`,
     ].join('\n');
-  } finally {
-    await browser.close();
-    await gateway.stop();
-    await env.cleanup();
-  }
+  });
 }
 
 /**
@@ -107,31 +126,11 @@ async function runUpdates(): Promise<string> {
  * every cell's visibility judged; frames meanwhile: the style and layout it caused), and the
  * timeline drawn for each live composition (`mesh:timeline`) while one-machine deltas arrive.
  */
-async function runLookBack(machines: number): Promise<string> {
-  const env = await testEnv('bench_dashboard_look');
-  const gateway = await startTestGateway(env.env);
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
-  });
-  try {
-    const subject = gateway.mesh.subjects.status;
-    const nc = gateway.mesh.bus.nc;
+function runLookBack(machines: number): Promise<string> {
+  return withDashboard('bench_dashboard_look', machines, async ({ page, drawnMs: drawn, first, publish }) => {
     let seq = SEQ_FROM;
-    let composition: Composition = { ...aComposition(seq, machines, SEATS), controller: env.controller } as Composition;
-    await publishComposition(nc, subject, composition);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const opened = performance.now();
-    await page.goto(`${new URL(gateway.url).origin}/`);
-    await page.waitForFunction((n) => document.querySelectorAll('#sites .m').length === n, machines, { timeout: 180_000 });
-    const drawn = performance.now() - opened;
-    await page.evaluate(`(() => {
-      window.frames_ = [];
-      let last = performance.now();
-      const tick = (t) => { window.frames_.push(t - last); last = t; requestAnimationFrame(tick); };
-      requestAnimationFrame(tick);
-      performance.clearMeasures();
-    })()`);
+    let composition = first;
+    await page.evaluate(COUNT_FRAMES);
     const filter = page.locator('#machine-filter');
     await filter.click();
     for (const key of TYPED) {
@@ -153,7 +152,7 @@ async function runLookBack(machines: number): Promise<string> {
     });
     for (let i = 0; i < 20; i++) {
       composition = oneMachineChanged(composition, ++seq, (i * 97) % machines);
-      await publishComposition(nc, subject, composition);
+      await publish(composition);
       await sleep(DELTA_EVERY_MS);
     }
     await page.waitForFunction((s) => document.getElementById('composition')?.dataset.seq === String(s), seq, { timeout: 60_000 });
@@ -166,9 +165,5 @@ async function runLookBack(machines: number): Promise<string> {
       `  frames meanwhile: ${typingFrames.length}, p50 ${ms(quantile(typingFrames, 0.5))}, p99 ${ms(quantile(typingFrames, 0.99))}, longest ${ms(Math.max(...typingFrames))}; over 50 ms: ${typingFrames.filter((f) => f > 50).length}`,
       `timeline drawn per live composition (${bars} bars), ${timeline.length} draws: p50 ${ms(quantile(timeline, 0.5))}, max ${ms(Math.max(...timeline))}`,
     ].join('\n');
-  } finally {
-    await browser.close();
-    await gateway.stop();
-    await env.cleanup();
-  }
+  });
 }
