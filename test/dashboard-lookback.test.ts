@@ -97,6 +97,7 @@ test('the filter narrows the grid by name, site and state as one types, and is k
   await expect.poll(visibleCells).toEqual(['w1', 'w2', 'w3']);
   await page.locator('#machine-filter').fill('east');
   await expect.poll(visibleCells).toEqual(['x1']);
+  expect(await page.locator('#filter-count').textContent()).toBe('1 shown');
   expect(await page.locator('.site[data-site="west"]').isVisible()).toBe(false);
   await page.locator('#machine-filter').fill('');
   await page.locator('#machine-state-filter').selectOption('SILENT');

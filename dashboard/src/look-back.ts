@@ -32,6 +32,7 @@ export class LookBack {
   private readonly history = byId('machine-history');
   private readonly filterText = byId<HTMLInputElement>('machine-filter');
   private readonly filterState = byId<HTMLSelectElement>('machine-state-filter');
+  private readonly filterCount = byId('filter-count');
   /** Each look back asked is numbered: an answer to an older one is dropped. */
   private asked = 0;
 
@@ -42,7 +43,7 @@ export class LookBack {
       const start = performance.now();
       this.view.q = this.filterText.value || undefined;
       this.view.state = (this.filterState.value || undefined) as MachineState | undefined;
-      options.machines.setFilter(this.filterText.value, (this.filterState.value || '') as MachineState | '');
+      this.showFiltered(options.machines.setFilter(this.filterText.value, (this.filterState.value || '') as MachineState | ''));
       if (performance.getEntriesByType('measure').length >= MEASURES_KEPT) performance.clearMeasures();
       performance.measure('mesh:filter', { start, end: performance.now() });
       writeView(this.view);
@@ -61,7 +62,7 @@ export class LookBack {
     this.view = { ...view };
     this.filterText.value = view.q ?? '';
     this.filterState.value = view.state ?? '';
-    if (view.q || view.state) this.options.machines.setFilter(view.q ?? '', view.state ?? '');
+    if (view.q || view.state) this.showFiltered(this.options.machines.setFilter(view.q ?? '', view.state ?? ''));
     if (view.machine) this.options.machines.choose(view.machine);
     if (view.at) void this.showPast(view.at);
     void this.guard(async () => {
@@ -69,6 +70,12 @@ export class LookBack {
       this.timeline.load(data.statusCounts);
       this.timeline.mark(this.view.at);
     });
+  }
+
+  /** How many machines the filter leaves, beside it (nothing when no filter is set). */
+  private showFiltered(shown: number): void {
+    const filtering = !!(this.filterText.value.trim() || this.filterState.value);
+    this.filterCount.textContent = filtering ? `${shown} shown` : '';
   }
 
   viewingPast(): boolean {

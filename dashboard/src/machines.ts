@@ -94,9 +94,11 @@ export class MachineGrid {
   /**
    * Narrows the grid to the machines whose name or site holds `text` (any case) and in `state`
    * when given; a site left with none is hidden. Touches only the cells whose visibility moves.
+   * Answers how many are shown.
    */
-  setFilter(text: string, state: MachineState | ''): void {
+  setFilter(text: string, state: MachineState | ''): number {
     this.filter = { text: text.trim().toLowerCase(), state };
+    let total = 0;
     for (const site of this.sites.values()) {
       let shown = 0;
       for (const name of site.names) {
@@ -107,7 +109,9 @@ export class MachineGrid {
       }
       const hide = shown === 0;
       if (site.section.hidden !== hide) site.section.hidden = hide;
+      total += shown;
     }
+    return total;
   }
 
   private matches(m: MachineStatus): boolean {
