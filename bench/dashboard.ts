@@ -1,5 +1,5 @@
 import { cpus, loadavg } from 'node:os';
-import { chromium } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 import type { Composition } from '../src/services/status/composition.js';
 import { publishComposition } from '../src/services/status/feed.js';
 import { aComposition, everyMachineHeard, oneMachineChanged } from '../test/fixtures/compositions.js';
@@ -7,6 +7,11 @@ import { startTestGateway, testEnv } from '../test/fixtures/services.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const MACHINES = QUICK ? 1_000 : 10_000;
+/** The filter and the timeline are measured at these sizes. */
+const LOOK_SIZES = QUICK ? [1_000] : [10_000, 100_000];
+/** What is typed into the filter, a key at a time, KEY_EVERY_MS apart (a brisk typist), then erased. */
+const TYPED = 'machine-0042';
+const KEY_EVERY_MS = 120;
 const SEATS = 50;
 /** One-machine deltas, one every DELTA_EVERY_MS (faster than a gateway composes: COMPOSE_MIN_GAP_MS). */
 const SMALL_DELTAS = 100;
@@ -27,38 +32,67 @@ const ms = (x: number) => `${x.toFixed(2)} ms`;
  * Timing `mesh:delta`, the apply plus the DOM it touches) and the frames drawn meanwhile.
  */
 export async function run(): Promise<string> {
-  const env = await testEnv('bench_dashboard');
+  const lines = [await runUpdates()];
+  for (const size of LOOK_SIZES) lines.push(await runLookBack(size));
+  return lines.join('\n\n');
+}
+
+interface Opened {
+  page: Page;
+  /** From the page asked to every cell drawn. */
+  drawnMs: number;
+  /** The composition the page opened on (seq SEQ_FROM). */
+  first: Composition;
+  publish(composition: Composition): Promise<void>;
+}
+
+/**
+ * A real gateway whose status feed is given one synthetic composition of `machines`, and the built
+ * page in headless chromium opened on it until every cell is drawn; `work` measures, then all stops.
+ */
+async function withDashboard(prefix: string, machines: number, work: (opened: Opened) => Promise<string>): Promise<string> {
+  const env = await testEnv(prefix);
   const gateway = await startTestGateway(env.env);
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
   });
   try {
-    const subject = gateway.mesh.subjects.status;
-    const nc = gateway.mesh.bus.nc;
-    let seq = SEQ_FROM;
-    let composition: Composition = { ...aComposition(seq, MACHINES, SEATS), controller: env.controller } as Composition;
-    await publishComposition(nc, subject, composition);
-
+    const publish = (c: Composition) => publishComposition(gateway.mesh.bus.nc, gateway.mesh.subjects.status, c);
+    const first = { ...aComposition(SEQ_FROM, machines, SEATS), controller: env.controller } as Composition;
+    await publish(first);
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const opened = performance.now();
     await page.goto(`${new URL(gateway.url).origin}/`);
-    await page.waitForFunction((n) => document.querySelectorAll('#sites .m').length === n, MACHINES, { timeout: 60_000 });
-    const firstPaint = performance.now() - opened;
+    await page.waitForFunction((n) => document.querySelectorAll('#sites .m').length === n, machines, { timeout: 180_000 });
+    return await work({ page, drawnMs: performance.now() - opened, first, publish });
+  } finally {
+    await browser.close();
+    await gateway.stop();
+    await env.cleanup();
+  }
+}
+
+/** Frames drawn from now: the gaps between animation frames, in `window.frames_`. A script as text: tsx's helpers (`__name`) do not exist in the page. */
+const COUNT_FRAMES = `(() => {
+  window.frames_ = [];
+  let last = performance.now();
+  const tick = (t) => { window.frames_.push(t - last); last = t; requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+  performance.clearMeasures();
+})()`;
+
+function runUpdates(): Promise<string> {
+  return withDashboard('bench_dashboard', MACHINES, async ({ page, drawnMs: firstPaint, first, publish }) => {
+    let seq = SEQ_FROM;
+    let composition = first;
     const full = await page.evaluate(() => performance.getEntriesByName('mesh:full').map((e) => e.duration));
-    // Frames drawn while deltas arrive: the gaps between animation frames.
-    // A script as text: tsx's helpers (`__name`) do not exist in the page.
-    await page.evaluate(`(() => {
-      window.frames_ = [];
-      let last = performance.now();
-      const tick = (t) => { window.frames_.push(t - last); last = t; requestAnimationFrame(tick); };
-      requestAnimationFrame(tick);
-      performance.clearMeasures('mesh:delta');
-    })()`);
+    // Frames drawn while deltas arrive.
+    await page.evaluate(COUNT_FRAMES);
 
     for (let i = 0; i < SMALL_DELTAS; i++) {
       composition = oneMachineChanged(composition, ++seq, (i * 97) % MACHINES);
-      await publishComposition(nc, subject, composition);
+      await publish(composition);
       await sleep(DELTA_EVERY_MS);
     }
     await page.waitForFunction((s) => document.getElementById('composition')?.dataset.seq === String(s), seq, { timeout: 30_000 });
@@ -68,7 +102,7 @@ export async function run(): Promise<string> {
     await page.evaluate(() => performance.clearMeasures('mesh:delta'));
     for (let i = 0; i < LARGE_DELTAS; i++) {
       composition = everyMachineHeard(composition, ++seq);
-      await publishComposition(nc, subject, composition);
+      await publish(composition);
       await sleep(1_000);
     }
     await page.waitForFunction((s) => document.getElementById('composition')?.dataset.seq === String(s), seq, { timeout: 30_000 });
@@ -83,9 +117,53 @@ export async function run(): Promise<string> {
       `every machine heard (a delta of ${MACHINES} changed), ${large.length} deltas: update p50 ${ms(quantile(large, 0.5))}, max ${ms(Math.max(...large))}`,
       `page JS heap: ${(heap / 2 ** 20).toFixed(1)} MB`,
     ].join('\n');
-  } finally {
-    await browser.close();
-    await gateway.stop();
-    await env.cleanup();
-  }
+  });
+}
+
+/**
+ * The filter and the timeline at `machines`: the page opened on one composition of that size,
+ * then the filter typed a key at a time and erased (User Timing `mesh:filter`: the grid narrowed,
+ * every cell's visibility judged; frames meanwhile: the style and layout it caused), and the
+ * timeline drawn for each live composition (`mesh:timeline`) while one-machine deltas arrive.
+ */
+function runLookBack(machines: number): Promise<string> {
+  return withDashboard('bench_dashboard_look', machines, async ({ page, drawnMs: drawn, first, publish }) => {
+    let seq = SEQ_FROM;
+    let composition = first;
+    await page.evaluate(COUNT_FRAMES);
+    const filter = page.locator('#machine-filter');
+    await filter.click();
+    for (const key of TYPED) {
+      await page.keyboard.type(key);
+      await sleep(KEY_EVERY_MS);
+    }
+    const shown = await page.evaluate(() => document.querySelectorAll('#sites .m:not([hidden])').length);
+    for (let i = 0; i < TYPED.length; i++) {
+      await page.keyboard.press('Backspace');
+      await sleep(KEY_EVERY_MS);
+    }
+    await page.waitForFunction((n) => document.querySelectorAll('#sites .m:not([hidden])').length === n, machines, { timeout: 30_000 });
+    const keys = await page.evaluate(() => performance.getEntriesByName('mesh:filter').map((e) => e.duration));
+    const typingFrames = await page.evaluate(() => (window as unknown as { frames_: number[] }).frames_.slice(1));
+
+    await page.evaluate(() => {
+      (window as unknown as { frames_: number[] }).frames_ = [];
+      performance.clearMeasures();
+    });
+    for (let i = 0; i < 20; i++) {
+      composition = oneMachineChanged(composition, ++seq, (i * 97) % machines);
+      await publish(composition);
+      await sleep(DELTA_EVERY_MS);
+    }
+    await page.waitForFunction((s) => document.getElementById('composition')?.dataset.seq === String(s), seq, { timeout: 60_000 });
+    const timeline = await page.evaluate(() => performance.getEntriesByName('mesh:timeline').map((e) => e.duration));
+    const bars = await page.evaluate(() => document.querySelectorAll('[data-testid="timeline"] rect').length);
+    return [
+      `### filter and timeline at ${machines.toLocaleString('en')} machines (load ${loadavg()[0]?.toFixed(1)})`,
+      `page open to ${machines} cells drawn: ${ms(drawn)}`,
+      `filter "${TYPED}" typed and erased, ${keys.length} keystrokes ${KEY_EVERY_MS} ms apart (${shown} shown at the end of typing): per key p50 ${ms(quantile(keys, 0.5))}, p99 ${ms(quantile(keys, 0.99))}, max ${ms(Math.max(...keys))}`,
+      `  frames meanwhile: ${typingFrames.length}, p50 ${ms(quantile(typingFrames, 0.5))}, p99 ${ms(quantile(typingFrames, 0.99))}, longest ${ms(Math.max(...typingFrames))}; over 50 ms: ${typingFrames.filter((f) => f > 50).length}`,
+      `timeline drawn per live composition (${bars} bars), ${timeline.length} draws: p50 ${ms(quantile(timeline, 0.5))}, max ${ms(Math.max(...timeline))}`,
+    ].join('\n');
+  });
 }

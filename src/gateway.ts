@@ -21,11 +21,13 @@ import { startHandActView } from './services/hand-acts/hand-acts.js';
 import type { Mesh } from './services/mesh.js';
 import { startNewsHearing } from './services/news/hearing.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
+import { startPlanChanges } from './services/plans/changes.js';
 import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
 import { type Composer, composeSubject, startComposer } from './services/status/composer.js';
+import { startStatusCounts } from './services/status/counts.js';
 import { startStatusFeed } from './services/status/feed.js';
 import { openStore, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
@@ -134,7 +136,27 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const hearing = startNewsHearing({ jsm: bus.jsm, nc: bus.nc, stream: newsStream.stream, logger });
     stops.push(async () => hearing.stop());
     await hearing.refresh();
-    const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, hearing, status };
+    const statusCounts = startStatusCounts(status, { js: bus.js, stream: statusStream.stream }, config.statusHistoryHours * 3_600_000, logger);
+    stops.push(async () => statusCounts.stop());
+    const events = new MeshEvents();
+    const planChanges = startPlanChanges({ db, bus, subjects, events, logger });
+    stops.push(async () => planChanges.stop());
+    const mesh: Mesh = {
+      config,
+      db,
+      bus,
+      subjects,
+      catalogue,
+      logger,
+      events,
+      buckets,
+      views,
+      leases,
+      hearing,
+      status,
+      planChanges,
+      statusCounts: statusCounts.series,
+    };
     const responder = startResponder(mesh);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);

@@ -7,6 +7,7 @@ import * as newsStream from '../src/bus/news-stream.js';
 import * as retry from '../src/bus/retry.js';
 import * as statusStream from '../src/bus/status-stream.js';
 import * as config from '../src/config.js';
+import * as liveQueue from '../src/kernel/live-queue.js';
 import * as names from '../src/kernel/names.js';
 import * as accessLog from '../src/server/access-log.js';
 import * as health from '../src/server/health.js';
@@ -29,6 +30,7 @@ import * as leases from '../src/services/replicas/leases.js';
 import * as compose from '../src/services/status/compose.js';
 import * as composer from '../src/services/status/composer.js';
 import * as composition from '../src/services/status/composition.js';
+import * as statusCounts from '../src/services/status/counts.js';
 import * as feed from '../src/services/status/feed.js';
 import * as statusHistory from '../src/services/status/history.js';
 import * as machineHistory from '../src/services/status/machine-history.js';
@@ -48,6 +50,7 @@ const modules = [
   retry,
   config,
   names,
+  liveQueue,
   server,
   accessLog,
   health,
@@ -67,6 +70,7 @@ const modules = [
   leases,
   composer,
   composition,
+  statusCounts,
   feed,
   compose,
   composeStep,

@@ -16,6 +16,8 @@ export interface LiveOptions {
   /** A delta applied to the composition held: update only what it names. */
   onDelta(delta: StatusDelta, status: Status): void;
   onConnection(state: Connection, detail?: string): void;
+  /** Each new socket, once it is made: other live panels subscribe on it too (one socket per page). */
+  onSocket?(socket: Client): void;
 }
 
 /** The first wait before reconnecting; it doubles up to RECONNECT_MAX_MS. */
@@ -106,6 +108,7 @@ export function followStatus(options: LiveOptions): { restart(): void; held(): S
       });
     };
     subscribe();
+    options.onSocket?.(socket);
   };
   connect();
   return { restart: connect, held: () => held };

@@ -50,6 +50,10 @@ export class MachineGrid {
   private readonly sites = new Map<string, Site>();
   private totals = zero();
   private selected: string | undefined;
+  /** What the grid shows: every machine whose name or site holds `text` and whose state is `state`, when given. */
+  private filter: { text: string; state: MachineState | '' } = { text: '', state: '' };
+  /** Told of each machine chosen (undefined: none), by a click or `choose`. */
+  onSelect: ((name: string | undefined) => void) | undefined;
   private readonly root = byId('sites');
   private readonly totalsEl = byId('machine-counts');
   private readonly detail = byId('machine-detail');
@@ -65,6 +69,68 @@ export class MachineGrid {
       const cell = (event.target as HTMLElement).closest<HTMLElement>('.m');
       if (cell?.dataset.name) this.select(cell.dataset.name);
     });
+  }
+
+  /** The state a machine is shown in, if shown. */
+  stateOf(name: string): MachineState | undefined {
+    return this.machines.get(name)?.state;
+  }
+
+  /** How many machines each state holds, in all. */
+  counts(): Readonly<Record<MachineState, number>> {
+    return this.totals;
+  }
+
+  /** Chooses a machine (a link's, or the URL's), or none; not a toggle. */
+  choose(name: string | undefined): void {
+    if (name === this.selected) return;
+    if (name === undefined) {
+      if (this.selected) this.select(this.selected);
+      return;
+    }
+    this.select(name);
+  }
+
+  /**
+   * Narrows the grid to the machines whose name or site holds `text` (any case) and in `state`
+   * when given; a site left with none is hidden. Touches only the cells whose visibility moves.
+   * Answers how many are shown.
+   */
+  setFilter(text: string, state: MachineState | ''): number {
+    this.filter = { text: text.trim().toLowerCase(), state };
+    let total = 0;
+    for (const site of this.sites.values()) {
+      let shown = 0;
+      for (const name of site.names) {
+        const cell = this.cells.get(name)!;
+        const visible = this.matches(this.machines.get(name)!);
+        if (cell.hidden === visible) cell.hidden = !visible;
+        if (visible) shown++;
+      }
+      const hide = shown === 0;
+      if (site.section.hidden !== hide) site.section.hidden = hide;
+      total += shown;
+    }
+    return total;
+  }
+
+  private matches(m: MachineStatus): boolean {
+    const { text, state } = this.filter;
+    if (state && m.state !== state) return false;
+    return !text || m.name.toLowerCase().includes(text) || (m.site ?? NO_SITE).toLowerCase().includes(text);
+  }
+
+  private filtering(): boolean {
+    return this.filter.text !== '' || this.filter.state !== '';
+  }
+
+  /** After a change under a filter: a site shows when any of its machines does. */
+  private refreshSite(site: Site): void {
+    if (!this.filtering()) {
+      site.section.hidden = false;
+      return;
+    }
+    site.section.hidden = !site.names.some((name) => !this.cells.get(name)?.hidden);
   }
 
   replace(machines: MachineStatus[]): void {
@@ -92,6 +158,7 @@ export class MachineGrid {
       site.names.sort();
       site.grid.append(fragment);
       renderCounts(site.countsEl, site.counts);
+      if (this.filtering()) this.refreshSite(site);
     }
     renderCounts(this.totalsEl, this.totals);
     this.refreshDetail();
@@ -118,7 +185,10 @@ export class MachineGrid {
       this.paint(this.cells.get(m.name)!, m);
     }
     for (const m of changes.added) this.add(m, touched);
-    for (const site of touched) renderCounts(site.countsEl, site.counts);
+    for (const site of touched) {
+      renderCounts(site.countsEl, site.counts);
+      if (this.filtering()) this.refreshSite(site);
+    }
     if (touched.size) renderCounts(this.totalsEl, this.totals);
     if (this.selected && (changes.changed?.some((m) => m.name === this.selected) || changes.removed.includes(this.selected))) this.refreshDetail();
   }
@@ -151,6 +221,7 @@ export class MachineGrid {
 
   /** Touches the cell only when its state moved: a round of heartbeats changes every machine's lastHeardAt and no cell. */
   private paint(cell: HTMLElement, m: MachineStatus): void {
+    if (this.filtering()) cell.hidden = !this.matches(m);
     if (cell.dataset.state === m.state) return;
     cell.className = `m ${m.state}${m.name === this.selected ? ' selected' : ''}`;
     cell.dataset.state = m.state;
@@ -191,6 +262,7 @@ export class MachineGrid {
     this.selected = this.selected === name ? undefined : name;
     if (this.selected) this.cells.get(this.selected)?.classList.add('selected');
     this.refreshDetail();
+    this.onSelect?.(this.selected);
   }
 
   /** The selected machine's modules and holdings. */

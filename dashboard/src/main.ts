@@ -2,6 +2,7 @@ import './style.css';
 import { query, Refused, token } from './api.js';
 import { byId } from './dom.js';
 import { type Connection, followStatus } from './live.js';
+import { LookBack } from './look-back.js';
 import { MachineGrid } from './machines.js';
 import {
   type Applies,
@@ -16,13 +17,14 @@ import {
   SeatTable,
 } from './panels.js';
 import { CALLS_RUNNING, DURATIONS, HAND_ACTS, PLAN_APPLIES } from './queries.js';
-import type { Status, StatusDelta } from './types.js';
+import { SideLive } from './side-live.js';
+import type { MachineState, Status, StatusDelta } from './types.js';
+import { readView } from './view.js';
 
 /** A composition older than twice the gateway's minute tick means the page is behind. */
 const BEHIND_AFTER_MS = 120_000;
 /** Side lists (applies, calls, hand-acts) are fetched at most this often, however fast compositions come. */
 const SIDE_FETCH_GAP_MS = 1_000;
-const DURATIONS_EVERY_MS = 30_000;
 const WEEK_MS = 7 * 86_400_000;
 const MEASURES_KEPT = 2_000;
 
@@ -31,6 +33,7 @@ const machines = new MachineGrid();
 const seats = new SeatTable();
 let applies: Applies = new Map();
 let handActs: HandActRow[] | undefined;
+let runningCalls: RunningCall[] = [];
 
 const connection = byId('connection');
 const tokenPanel = byId('token');
@@ -74,6 +77,25 @@ function throttled(fetcher: () => Promise<void>): () => void {
   };
 }
 
+const side = new SideLive({
+  onApplies: (planId, planApplies) => {
+    applies.set(planId, planApplies);
+    const held = live.held();
+    if (held) renderPlans(held.plans, applies);
+    // A report or a tier ending records a duration.
+    fetchDurations();
+  },
+  onCalls: (running) => {
+    runningCalls = running;
+    renderCalls(live.held()?.callsRunning ?? 0, running);
+  },
+  onHandActs: (acts) => {
+    handActs = acts;
+    const held = live.held();
+    if (held) renderHandActs(held.handActsThisWeek, held.repeatedCauses, handActs);
+  },
+});
+
 const fetchApplies = throttled(async () => {
   const data = await query<{ plans: { id: string; applies: { machine: string; tier: number; ok: boolean | null }[] }[] }>(endpoint, PLAN_APPLIES);
   applies = new Map(data.plans.map((p) => [p.id, p.applies]));
@@ -82,16 +104,11 @@ const fetchApplies = throttled(async () => {
 });
 const fetchCalls = throttled(async () => {
   const data = await query<{ calls: { edges: { node: RunningCall }[] } }>(endpoint, CALLS_RUNNING);
-  renderCalls(
-    live.held()?.callsRunning ?? 0,
-    data.calls.edges.map((e) => e.node),
-  );
+  side.seedCalls(data.calls.edges.map((e) => e.node));
 });
 const fetchHandActs = throttled(async () => {
   const data = await query<{ handActs: { edges: { node: HandActRow }[] } }>(endpoint, HAND_ACTS, { since: new Date(Date.now() - WEEK_MS).toISOString() });
-  handActs = data.handActs.edges.map((e) => e.node);
-  const held = live.held();
-  if (held) renderHandActs(held.handActsThisWeek, held.repeatedCauses, handActs);
+  side.seedHandActs(data.handActs.edges.map((e) => e.node));
 });
 const fetchDurations = throttled(async () => {
   const data = await query<{ durations: DurationRow[] }>(endpoint, DURATIONS);
@@ -99,7 +116,8 @@ const fetchDurations = throttled(async () => {
 });
 
 function onFull(status: Status): void {
-  machines.replace(status.machines);
+  if (!lookBack.viewingPast()) machines.replace(status.machines);
+  lookBack.heard(status, machines.counts());
   seats.replace(status.seats);
   renderPlans(status.plans, applies);
   renderHandActs(status.handActsThisWeek, status.repeatedCauses, handActs);
@@ -113,21 +131,31 @@ function onFull(status: Status): void {
 const changed = (list: { added: unknown[]; changed?: unknown[]; removed: unknown[]; order: unknown[] | null }) =>
   list.added.length > 0 || (list.changed?.length ?? 0) > 0 || list.removed.length > 0 || list.order !== null;
 
-/** A delta updates only the parts it names. */
+/**
+ * A delta updates only the parts it names. Applies, calls and hand-acts come by their own
+ * subscriptions (side-live.ts): nothing here asks the gateway again, except durations when
+ * something that records one happened (a machine heard again after a gap, a build's news).
+ */
 function onDelta(delta: StatusDelta, status: Status): void {
-  if (changed(delta.machines)) machines.apply(delta.machines);
+  const past = lookBack.viewingPast();
+  // A machine back UP had a late heartbeat: a heartbeat_gap duration was recorded. (The grid
+  // holds the states before this delta; while it shows the past, the next full view catches up.)
+  const back = !past && delta.machines.changed?.some((m) => m.state === 'UP' && (machines.stateOf(m.name) ?? 'UP') !== 'UP');
+  if (changed(delta.machines) && !past) machines.apply(delta.machines);
+  lookBack.heard(status, past ? countStates(status) : machines.counts());
   if (changed(delta.seats)) seats.apply(delta.seats, status.seats);
   if (changed(delta.plans)) renderPlans(status.plans, applies);
-  // Reports move an open plan's tier progress without changing the plan itself.
-  if (changed(delta.plans) || status.plans.some((p) => p.state === 'OPEN')) fetchApplies();
-  // A report or a tier ending records a duration.
-  if (changed(delta.plans) || delta.trigger.includes('news')) fetchDurations();
-  if (delta.callsRunning !== null) fetchCalls();
-  if (delta.handActsThisWeek !== null || changed(delta.repeatedCauses)) {
-    renderHandActs(status.handActsThisWeek, status.repeatedCauses, handActs);
-    fetchHandActs();
-  }
+  if (changed(delta.plans) || back || delta.trigger.includes('build')) fetchDurations();
+  if (delta.callsRunning !== null) renderCalls(status.callsRunning, runningCalls);
+  if (delta.handActsThisWeek !== null || changed(delta.repeatedCauses)) renderHandActs(status.handActsThisWeek, status.repeatedCauses, handActs);
   renderComposition(status, BEHIND_AFTER_MS);
+}
+
+/** The live composition's counts while the grid shows the past (then it does not count them). */
+function countStates(status: Status): Record<MachineState, number> {
+  const counts = { UP: 0, LATE: 0, SILENT: 0 };
+  for (const m of status.machines) counts[m.state]++;
+  return counts;
 }
 
 /** Measures each update as `mesh:full` / `mesh:delta` (User Timing), which the dashboard bench reads; bounded. */
@@ -146,7 +174,16 @@ const live = followStatus({
   onFull: timed('mesh:full', onFull),
   onDelta: timed('mesh:delta', onDelta),
   onConnection: showConnection,
+  onSocket: (socket) => side.follow(socket),
 });
+
+const lookBack = new LookBack({
+  endpoint,
+  machines,
+  live: () => live.held(),
+  onRefused: () => askForToken(token.get() ? 'the gateway refused this token' : 'this gateway needs a token'),
+});
+lookBack.start(readView());
 
 byId<HTMLFormElement>('token-form').addEventListener('submit', (event) => {
   event.preventDefault();
@@ -159,4 +196,3 @@ byId<HTMLFormElement>('token-form').addEventListener('submit', (event) => {
 });
 
 setInterval(() => renderComposition(live.held(), BEHIND_AFTER_MS), 1_000);
-setInterval(fetchDurations, DURATIONS_EVERY_MS);

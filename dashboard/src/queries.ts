@@ -36,3 +36,23 @@ export const HAND_ACTS = `query DashboardHandActs($since: DateTime) {
 }`;
 
 export const PLAN_APPLIES = `query DashboardPlans { plans(first: 50) { id applies { machine tier ok reportedAt } } }`;
+
+export const STATUS_COUNTS = `query DashboardCounts { statusCounts { at up late silent } }`;
+
+export const STATUS_AT = `query DashboardPast($at: DateTime) {
+  statusAt(at: $at) { seq composedAt machines { ${MACHINE} } }
+}`;
+
+export const MACHINE_HISTORY = `query DashboardMachineHistory($name: String!) {
+  machineHistory(name: $name) { ... on QueryMachineHistorySuccess { data { seq at state } } ... on Error { message } }
+}`;
+
+export const PLAN_CHANGED = `subscription DashboardPlanChanged { planChanged { id applies { machine tier ok reportedAt } } }`;
+
+export const CALL_CHANGED = `subscription DashboardCallChanged($after: String) {
+  callChanged(after: $after) { id seat verb caller door state startedAt cursor }
+}`;
+
+export const HAND_ACT_ADDED = `subscription DashboardHandActAdded($after: String) {
+  handActAdded(after: $after) { id at actor act target why cause }
+}`;

@@ -30,6 +30,7 @@ export class KvView<T> {
   private readonly entries = new Map<string, ViewEntry<T>>();
   private stopped = false;
   private stopWatch: () => void = () => undefined;
+  private readonly listeners = new Set<(entry: KvEntry) => void>();
 
   private constructor(private readonly options: ViewOptions<T>) {}
 
@@ -45,6 +46,7 @@ export class KvView<T> {
     if (lastSeq === 0) markReady();
     (async () => {
       for await (const entry of watch) {
+        for (const listener of view.listeners) listener(entry);
         if (entry.operation === 'PUT') {
           const value = options.decode(entry);
           if (value !== undefined) view.apply(entry.key, value, entry.revision, entry.created);
@@ -93,12 +95,23 @@ export class KvView<T> {
     return out;
   }
 
+  /**
+   * Hears every entry the bucket's watch delivers from here on, written by any replica, once each
+   * and in revision order (a write made here too, when the watch brings it back). Answers the
+   * function that stops hearing.
+   */
+  onEntry(listener: (entry: KvEntry) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   get size(): number {
     return this.entries.size;
   }
 
   stop(): void {
     this.stopped = true;
+    this.listeners.clear();
     this.stopWatch();
   }
 

@@ -17,6 +17,9 @@ export interface Subjects {
   buildNews(build: string): string;
   allBuildNews: string;
   planApply(plan: string): string;
+  /** A plan's state, tier or applies changed: every replica hears it and tells its planChanged subscribers. */
+  planChanged(plan: string): string;
+  allPlanChanges: string;
 }
 
 export function subjectsUnder(root: string): Subjects {
@@ -32,5 +35,7 @@ export function subjectsUnder(root: string): Subjects {
     buildNews: (build) => `${root}.news.build.${build}`,
     allBuildNews: `${root}.news.build.*`,
     planApply: (plan) => `${root}.plan.${plan}.apply`,
+    planChanged: (plan) => `${root}.plan.${plan}.changed`,
+    allPlanChanges: `${root}.plan.*.changed`,
   };
 }

@@ -119,8 +119,12 @@ export class GatewayClient {
         },
         {
           next: (result) => {
-            if (result.errors?.[0]) reject(new Refused(String(result.errors[0].extensions?.code ?? 'ERROR'), result.errors[0].message));
-            else if (result.data) onNext(result.data as T);
+            if (result.errors?.[0]) {
+              // The subscription ends with its error: its socket too, so a caller may subscribe again.
+              stop();
+              void client.dispose();
+              reject(new Refused(String(result.errors[0].extensions?.code ?? 'ERROR'), result.errors[0].message));
+            } else if (result.data) onNext(result.data as T);
           },
           error: (error) => reject(error instanceof Error ? new Unreachable(this.url, error) : new Refused('CLOSED', closeReason(error))),
           complete: () => resolve(),

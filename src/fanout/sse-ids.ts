@@ -3,28 +3,29 @@ import { LIVE_SEQ } from '../resolvers/status-live.js';
 
 const NEXT_EVENT = 'event: next\n';
 
-type WithSeq = { [LIVE_SEQ]?: number };
+type WithSeq = { [LIVE_SEQ]?: number | string };
 
 /** Each result of a live status subscription carries the seq its resolver marked on the context, for the SSE `id:`. */
-function seqOf(value: unknown): number | undefined {
+function seqOf(value: unknown): number | string | undefined {
   return (value as WithSeq | null)?.[LIVE_SEQ];
 }
 
 /**
- * SSE events of the live status subscriptions carry the composition's seq as `id:`, so a browser's
+ * SSE events of the live subscriptions carry the composition's seq (or the hand-act's or call's
+ * cursor) as `id:`, so a browser's
  * EventSource sends it back as `Last-Event-ID` when it reconnects and `statusChanges` resumes from
  * it. Yoga's own SSE processor writes the events; this wraps it, writing `id: <seq>` before each
  * `event: next` (at the start of a chunk, as Yoga writes it) whose result was marked with a seq (other subscriptions are left as they are).
  */
 export const sseIdsPlugin: Plugin = {
   onSubscribe({ args }) {
-    const context = args.contextValue as unknown as Record<symbol, number>;
+    const context = args.contextValue as unknown as Record<symbol, number | string>;
     return {
       onSubscribeResult() {
         return {
           onNext({ result }) {
             const seq = context[LIVE_SEQ];
-            if (typeof seq === 'number') Object.defineProperty(result, LIVE_SEQ, { value: seq, enumerable: false });
+            if (typeof seq === 'number' || typeof seq === 'string') Object.defineProperty(result, LIVE_SEQ, { value: seq, enumerable: false });
           },
         };
       },
@@ -36,7 +37,7 @@ export const sseIdsPlugin: Plugin = {
     const original = resultProcessor;
     setResultProcessor(async (input, fetchAPI, mediaType) => {
       if (!isAsyncIterable(input)) return original(input, fetchAPI, mediaType);
-      const ids: (number | undefined)[] = [];
+      const ids: (number | string | undefined)[] = [];
       const source = input[Symbol.asyncIterator]();
       const marked: AsyncIterableIterator<typeof input extends AsyncIterable<infer T> ? T : never> = {
         async next() {

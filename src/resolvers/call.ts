@@ -1,8 +1,9 @@
 import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { builder } from '../schema/builder.js';
 import { CallRef, CallStateEnum } from '../schema/call.js';
-import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call, callById, listCalls } from '../services/calls/records.js';
+import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call, callById, followCalls, listCalls } from '../services/calls/records.js';
 import { callVerbVerb } from '../services/calls/verbs.js';
+import { followed, followedItem, resumeCursor } from './live-follow.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -35,5 +36,24 @@ builder.mutationFields((t) => ({
     description:
       "Calls any seat's verb on `<subjects>.seat.<seat>.<verb>` after judging the arguments against the seat's row; waits timeoutMs (default 10 000, at most 60 000). Answers the call, OK or FAILED (time-out, no responders, the seat's error).",
     ...verbMutation(t, callVerbVerb),
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  callChanged: t.field({
+    type: CallRef,
+    description:
+      'Each call as it starts and as it ends, on any replica: of one seat (a name or an alias: its calls under any of its names) and in one state when given. Each carries `cursor`; `after` (over SSE also `Last-Event-ID`) first sends every call kept whose last change came after that cursor, oldest change first, as it is now. A subscriber that lets 1,000 wait unsent is sent the error SLOW_SUBSCRIBER (its `resumeAfter` the cursor of the last one sent) and completed.',
+    args: {
+      seat: t.arg.string({ description: "A seat's name or alias." }),
+      state: t.arg({ type: CallStateEnum }),
+      after: t.arg.string({ description: 'The `cursor` of the last call change this subscriber has.' }),
+    },
+    subscribe: async (_root, args, ctx) => {
+      const after = resumeCursor(ctx, args.after);
+      const queue = await followCalls(ctx.mesh, { seat: args.seat, state: args.state, after });
+      return followed(queue, ctx, (call) => String(call.revision), after);
+    },
+    resolve: (value) => followedItem(value),
   }),
 }));

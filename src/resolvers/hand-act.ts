@@ -1,8 +1,9 @@
 import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { builder } from '../schema/builder.js';
 import { HandActRef, RepeatedCauseRef } from '../schema/hand-act.js';
-import { HAND_ACTS_PAGE_DEFAULT, HAND_ACTS_PAGE_MAX, type HandAct, listHandActs, repeatedCauses } from '../services/hand-acts/hand-acts.js';
+import { followHandActs, HAND_ACTS_PAGE_DEFAULT, HAND_ACTS_PAGE_MAX, type HandAct, listHandActs, repeatedCauses } from '../services/hand-acts/hand-acts.js';
 import { recordHandActVerb } from '../services/hand-acts/verbs.js';
+import { followed, followedItem, resumeCursor } from './live-follow.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -33,5 +34,19 @@ builder.mutationFields((t) => ({
     type: HandActRef,
     description: 'Records a repair done by hand outside the mesh, so it leaves a trace with its why.',
     ...verbMutation(t, recordHandActVerb),
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  handActAdded: t.field({
+    type: HandActRef,
+    description:
+      'Each hand-act as it is recorded, on any replica. `after` (a `HandActConnection` cursor, i.e. a hand-act id; over SSE also `Last-Event-ID`) first sends the hand-acts kept that were recorded after it, oldest first; without it, only new ones. A subscriber that lets 1,000 wait unsent is sent the error SLOW_SUBSCRIBER (its `resumeAfter` the id of the last one sent) and completed: subscribe again with that `after` and nothing kept is missed.',
+    args: { after: t.arg.string({ description: 'The id of the last hand-act this subscriber has (a `HandActConnection` cursor).' }) },
+    subscribe: (_root, args, ctx) => {
+      const after = resumeCursor(ctx, args.after);
+      return followed(followHandActs(ctx.mesh, after), ctx, (act) => act.id, after);
+    },
+    resolve: (value) => followedItem(value),
   }),
 }));

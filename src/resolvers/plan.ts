@@ -2,6 +2,7 @@ import { builder } from '../schema/builder.js';
 import { PlanRef, PlanStateEnum } from '../schema/plan.js';
 import { listPlans, PLANS_LISTED_DEFAULT, PLANS_LISTED_MAX } from '../services/plans/plan.js';
 import { closePlanVerb, pushVerb, resumePlanVerb, stopPlanVerb } from '../services/plans/verbs.js';
+import { followed, followedItem } from './live-follow.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -35,5 +36,21 @@ builder.mutationFields((t) => ({
     type: PlanRef,
     description: 'Ends a plan in any state (CLOSED); plans QUEUED behind it open.',
     ...verbMutation(t, closePlanVerb),
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  planChanged: t.field({
+    type: PlanRef,
+    description:
+      'A plan each time its state, tier or applies change, whichever replica changed it: the plan `id` (first as it is now, so a subscriber that comes late or back misses no state), or every plan from now when no `id`. NOT_FOUND for an unknown id. A subscriber that lets 1,000 wait unsent is sent the error SLOW_SUBSCRIBER and completed.',
+    args: { id: t.arg.id({ description: 'The plan to follow; absent: every plan.' }) },
+    subscribe: async (_root, args, ctx) => followed(await ctx.mesh.planChanges.follow(args.id == null ? null : String(args.id)), ctx, () => undefined),
+    resolve: (value, _args, ctx) => {
+      const plan = followedItem(value);
+      // One context serves the whole subscription: each change reads its applies afresh.
+      ctx.loaders.appliesByPlan.clear(plan.id);
+      return plan;
+    },
   }),
 }));

@@ -2,7 +2,8 @@ import { Unavailable } from '../kernel/errors.js';
 import { builder } from '../schema/builder.js';
 import type { GatewayContext } from '../schema/context.js';
 import { StatusRef } from '../schema/status.js';
-import { MachineStateChangeRef } from '../schema/status-history.js';
+import { MachineStateChangeRef, StatusCountRef } from '../schema/status-history.js';
+import { STATUS_COUNTS_GRAIN_MS, STATUS_COUNTS_POINTS_DEFAULT, STATUS_COUNTS_POINTS_MAX } from '../services/status/counts.js';
 import type { StatusHistory } from '../services/status/history.js';
 import { MACHINE_HISTORY_MAX, machineHistory } from '../services/status/machine-history.js';
 
@@ -27,5 +28,11 @@ builder.queryFields((t) => ({
     description: `One machine's changes (UP / LATE / SILENT, site, modules) from \`since\` (default: a day before \`until\`) to \`until\` (default: now), earliest first, the first being the machine as it was at \`since\`; at most ${MACHINE_HISTORY_MAX}, from the status stream.`,
     args: { name: t.arg.string({ required: true }), since: t.arg({ type: 'DateTime' }), until: t.arg({ type: 'DateTime' }) },
     resolve: (_root, args, ctx) => machineHistory(historyOf(ctx), { name: args.name, since: args.since, until: args.until }, ctx.now),
+  }),
+  statusCounts: t.field({
+    type: [StatusCountRef],
+    description: `The machines UP, LATE and SILENT at \`until\`, \`until - stepSeconds\`, … back to \`since\`, oldest first (default: now, and a day before it or the start of the history kept, whichever is later; \`stepSeconds\` default: the window in about ${STATUS_COUNTS_POINTS_DEFAULT} steps), each the composition in force then to within ${STATUS_COUNTS_GRAIN_MS / 1000} s, from the status stream; no point before the history kept. At most ${STATUS_COUNTS_POINTS_MAX} points (INVALID past it, naming the least step), so its cost never grows with the window.`,
+    args: { since: t.arg({ type: 'DateTime' }), until: t.arg({ type: 'DateTime' }), stepSeconds: t.arg.int() },
+    resolve: (_root, args, ctx) => ctx.mesh.statusCounts.query(args, ctx.now),
   }),
 }));

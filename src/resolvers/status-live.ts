@@ -8,8 +8,8 @@ import { EVERY_MS_MAX } from '../services/status/feed.js';
  */
 export const LIVE_SEQ = Symbol('the seq of the live status message being sent');
 
-export const markSeq = (ctx: GatewayContext, seq: number): void => {
-  (ctx as unknown as Record<symbol, number>)[LIVE_SEQ] = seq;
+export const markSeq = (ctx: GatewayContext, seq: number | string): void => {
+  (ctx as unknown as Record<symbol, number | string>)[LIVE_SEQ] = seq;
 };
 
 /** `everyMs` as given: absent or 0 means every composition; negative or over EVERY_MS_MAX is refused. */

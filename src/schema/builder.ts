@@ -23,6 +23,8 @@ export const builder = new SchemaBuilder<SchemaTypes>({
   plugins: [ErrorsPlugin, ScopeAuthPlugin, RelayPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
+    // A subscription is refused when it is made, not later at each event: one without `read` holds nothing open.
+    authorizeOnSubscribe: true,
     authScopes: (ctx) => ({
       read: ctx.caller.scopes.has('read'),
       act: ctx.caller.scopes.has('act'),

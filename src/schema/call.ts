@@ -56,6 +56,14 @@ export const CallRef = builder.objectRef<Call>('Call').implement({
       resolve: (c) => c.error?.code ?? null,
     }),
     replica: t.exposeString('replica', { description: 'The replica that ran it.' }),
+    cursor: t.string({
+      nullable: true,
+      description: 'Where `callChanged(after:)` resumes after this change (its revision in the calls bucket); null outside callChanged.',
+      resolve: (c) => {
+        const revision = (c as { revision?: number }).revision;
+        return typeof revision === 'number' ? String(revision) : null;
+      },
+    }),
     outerCallId: t.id({
       nullable: true,
       description: 'The call that forwarded this one here: a callVerb to the controller’s own seat, whose caller this call keeps.',

@@ -1,3 +1,4 @@
+import type { StatusCount } from '../services/status/counts.js';
 import type { MachineStateChange } from '../services/status/machine-history.js';
 import { builder } from './builder.js';
 import { MachineStateEnum } from './machine.js';
@@ -16,5 +17,15 @@ export const MachineStateChangeRef = builder.objectRef<MachineStateChange>('Mach
     site: t.exposeString('site', { nullable: true }),
     modules: t.exposeStringList('modules'),
     lastHeardAt: t.field({ type: 'DateTime', nullable: true, resolve: (c) => c.lastHeardAt }),
+  }),
+});
+
+export const StatusCountRef = builder.objectRef<StatusCount>('StatusCount').implement({
+  description: 'How many machines were UP, LATE and SILENT in the composition in force at an instant.',
+  fields: (t) => ({
+    at: t.field({ type: 'DateTime', description: 'The instant counted.', resolve: (c) => c.at }),
+    up: t.exposeInt('up'),
+    late: t.exposeInt('late'),
+    silent: t.exposeInt('silent'),
   }),
 });

@@ -10,7 +10,7 @@ import { EventEmitter } from 'node:events';
 export interface MeshEventMap {
   /** A plan became OPEN (pushed, or released from behind another); its rollout is started by the same call. */
   'plan-opened': [planId: string];
-  /** A plan changed state by a verb or a report. */
+  /** A plan's state, tier or applies changed, by a verb, a report or a time-out. */
   'plan-changed': [planId: string];
   /** An acting verb finished (its hand-act is written). */
   acted: [act: string];

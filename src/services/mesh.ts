@@ -9,8 +9,10 @@ import type { CallSummary } from './calls/records.js';
 import type { MeshEvents } from './events.js';
 import type { HandAct } from './hand-acts/hand-acts.js';
 import type { NewsHearing } from './news/hearing.js';
+import type { PlanChanges } from './plans/changes.js';
 import type { Leases } from './replicas/leases.js';
 import type { Catalogue } from './seats/catalogue.js';
+import type { StatusCountSeries } from './status/counts.js';
 import type { RunningStatusFeed } from './status/feed.js';
 
 /**
@@ -37,4 +39,8 @@ export interface Mesh {
   hearing: NewsHearing;
   /** The last status composition this replica heard, and each new one as it comes. */
   status: RunningStatusFeed;
+  /** Plan changes announced on NATS by whichever replica made them, for planChanged's followers. */
+  planChanges: PlanChanges;
+  /** The machines UP, LATE and SILENT over the kept history, one point per grain: what statusCounts answers from. */
+  statusCounts: StatusCountSeries;
 }

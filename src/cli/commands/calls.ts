@@ -1,8 +1,9 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Refused } from '../client.js';
-import { type Runner, show, succeeded } from '../context.js';
-import { CallDocument, type CallPartsFragment, type CallState, CallsDocument, CallVerbDocument } from '../generated/graphql.js';
+import { type CommandContext, type Runner, show, succeeded } from '../context.js';
+import { CallChangedDocument, CallDocument, type CallPartsFragment, type CallState, CallsDocument, CallVerbDocument } from '../generated/graphql.js';
 import { col, record, table } from '../output.js';
+import { followLive } from './follow.js';
 
 const CALL_STATES: readonly CallState[] = ['RUNNING', 'OK', 'FAILED', 'ABANDONED'];
 
@@ -35,14 +36,37 @@ function argPair(value: string, previous: Record<string, unknown> = {}): Record<
   return { ...previous, [value.slice(0, at)]: parsed };
 }
 
+/**
+ * Follows callChanged: each call as it starts and as it ends, a line each (with --json, its data
+ * as one line of JSON); after a reconnect or a drop, resumed from the last change's cursor.
+ */
+async function followCalls(ctx: CommandContext, seat: string | undefined, state: CallState | undefined): Promise<void> {
+  let after: string | undefined;
+  await followLive(
+    ctx,
+    CallChangedDocument,
+    (data) => {
+      const c = data.callChanged;
+      if (c.cursor) after = c.cursor;
+      if (ctx.json) ctx.print(JSON.stringify(data));
+      else
+        ctx.print(
+          [c.endedAt ?? c.startedAt, c.id, `${c.seat}.${c.verb}`, c.caller, c.state, c.errorCode ? `${c.errorCode}: ${c.error}` : ''].join('  ').trimEnd(),
+        );
+    },
+    () => ({ seat, state, ...(after && { after }) }),
+  );
+}
+
 export function callCommands(program: Command, run: Runner): void {
   program
     .command('calls')
     .description('calls newest first, of one seat (any of its names) and state when given')
     .option('--seat <seat>', 'a seat, by its name or an alias')
     .addOption(new Option('--state <state>', 'RUNNING, OK, FAILED or ABANDONED').choices(CALL_STATES))
-    .action((o: { seat?: string; state?: CallState }) =>
-      run(async (ctx) =>
+    .option('--follow', 'then each call as it starts and as it ends, on any replica (Ctrl-C exits 0)')
+    .action((o: { seat?: string; state?: CallState; follow?: boolean }) =>
+      run(async (ctx) => {
         show(ctx, await ctx.client.request(CallsDocument, { seat: o.seat, state: o.state, first: 100 }), (d) =>
           table(
             d.calls.edges.map((e) => e.node),
@@ -56,8 +80,9 @@ export function callCommands(program: Command, run: Runner): void {
               col('error', (c) => c.errorCode),
             ],
           ),
-        ),
-      ),
+        );
+        if (o.follow) await followCalls(ctx, o.seat, o.state);
+      }),
     );
   program
     .command('call')

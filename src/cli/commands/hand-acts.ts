@@ -1,8 +1,9 @@
 import { type Command, Option } from 'commander';
-import { type Runner, show, succeeded } from '../context.js';
+import { type CommandContext, type Runner, show, succeeded } from '../context.js';
 import {
   type DurationKind,
   DurationsDocument,
+  HandActAddedDocument,
   type HandActPartsFragment,
   HandActsDocument,
   RecordHandActDocument,
@@ -10,6 +11,7 @@ import {
   ResetConsumerDocument,
 } from '../generated/graphql.js';
 import { col, record, table } from '../output.js';
+import { followLive } from './follow.js';
 
 const DURATION_KINDS: readonly DurationKind[] = ['APPLY', 'HEARTBEAT_GAP', 'PLAN_TIER', 'BUILD'];
 
@@ -25,18 +27,39 @@ const handActTable = (acts: readonly HandActPartsFragment[]) =>
 
 const seconds = (n: number | null | undefined) => (n == null ? null : `${Math.round(n * 100) / 100}s`);
 
+/**
+ * Follows handActAdded from the newest hand-act listed (nothing recorded meanwhile is missed),
+ * a line each (with --json, its data as one line of JSON); of one cause when given.
+ */
+async function followHandActs(ctx: CommandContext, newest: string | undefined, cause: string | undefined): Promise<void> {
+  let after = newest;
+  await followLive(
+    ctx,
+    HandActAddedDocument,
+    (data) => {
+      const act = data.handActAdded;
+      after = act.id;
+      if (cause && act.cause !== cause) return;
+      if (ctx.json) ctx.print(JSON.stringify(data));
+      else ctx.print([act.at, act.actor, act.act, act.target ?? '', act.why, act.cause ? `[${act.cause}]` : ''].join('  ').trimEnd());
+    },
+    () => (after ? { after } : {}),
+  );
+}
+
 export function handActCommands(program: Command, run: Runner): void {
   program
     .command('hand-acts')
     .description('the hand-act log, newest first')
     .option('--since <instant>', 'from this ISO 8601 instant')
     .option('--cause <cause>', 'of one cause')
-    .action((o: { since?: string; cause?: string }) =>
-      run(async (ctx) =>
-        show(ctx, await ctx.client.request(HandActsDocument, { since: o.since, cause: o.cause, first: 100 }), (d) =>
-          handActTable(d.handActs.edges.map((e) => e.node)),
-        ),
-      ),
+    .option('--follow', 'then each hand-act as it is recorded, on any replica, oldest first (Ctrl-C exits 0)')
+    .action((o: { since?: string; cause?: string; follow?: boolean }) =>
+      run(async (ctx) => {
+        const data = await ctx.client.request(HandActsDocument, { since: o.since, cause: o.cause, first: 100 });
+        show(ctx, data, (d) => handActTable(d.handActs.edges.map((e) => e.node)));
+        if (o.follow) await followHandActs(ctx, data.handActs.edges[0]?.node.id, o.cause);
+      }),
     );
   program
     .command('repeated-causes')

@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import { type CommandContext, type Runner, show, succeeded } from '../context.js';
 import {
   ClosePlanDocument,
+  PlanChangedDocument,
   type PlanPartsFragment,
   type PlanState,
   PlansDocument,
@@ -10,12 +11,9 @@ import {
   StopPlanDocument,
 } from '../generated/graphql.js';
 import { col, record, table } from '../output.js';
+import { followLive } from './follow.js';
 
 const PLAN_STATES: readonly PlanState[] = ['QUEUED', 'OPEN', 'STOPPED', 'DONE', 'CLOSED'];
-/** How often `push --follow` asks how the plan goes, and for how long at most. */
-const FOLLOW_EVERY_MS = 1_000;
-const FOLLOW_FOR_MS = 60 * 60 * 1000;
-
 const progress = (p: PlanPartsFragment) => {
   const tier = p.applies.filter((a) => a.tier === p.tier);
   const ok = tier.filter((a) => a.ok === true).length;
@@ -38,19 +36,24 @@ const planRecord = (p: PlanPartsFragment) =>
 /** Collects repeated `--tiers m1,m2 --tiers m3` into [[m1, m2], [m3]]. */
 const tierList = (value: string, previous: string[][] = []) => [...previous, value.split(',').filter(Boolean)];
 
+/**
+ * Follows the plan by planChanged (the plan as it is first, then each change of its state, tier or
+ * applies, from any replica), a line on stderr each time its progress reads differently, until it
+ * is no longer OPEN or QUEUED.
+ */
 async function follow(ctx: CommandContext, id: string): Promise<void> {
-  const until = Date.now() + FOLLOW_FOR_MS;
   let said = '';
-  for (;;) {
-    const plan = (await ctx.client.request(PlansDocument, { first: 1000 })).plans.find((p) => p.id === id);
-    if (!plan) return;
-    const line = `${plan.state} ${progress(plan)}${plan.stopReason ? ` — ${plan.stopReason}` : ''}`;
-    if (line !== said) process.stderr.write(`${id}: ${line}\n`);
-    said = line;
-    if (plan.state !== 'OPEN' && plan.state !== 'QUEUED') return;
-    if (Date.now() > until) return;
-    await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));
-  }
+  await followLive(
+    ctx,
+    PlanChangedDocument,
+    ({ planChanged: plan }, stop) => {
+      const line = `${plan.state} ${progress(plan)}${plan.stopReason ? ` — ${plan.stopReason}` : ''}`;
+      if (line !== said) process.stderr.write(`${id}: ${line}\n`);
+      said = line;
+      if (plan.state !== 'OPEN' && plan.state !== 'QUEUED') stop();
+    },
+    () => ({ id }),
+  );
 }
 
 export function planCommands(program: Command, run: Runner): void {

@@ -84,7 +84,7 @@ function refusalOf(error: unknown, settings: JwtSettings): string {
 export function startJwtVerifier(settings: JwtSettings, logger: Logger, pollMs = JWKS_POLL_MS): JwtVerifier {
   const listeners = new Set<() => void>();
   let keys: JWTVerifyGetKey;
-  let stopWatch = () => undefined as void;
+  let stopWatch: () => void = () => undefined;
   if (settings.jwksFile) {
     const file = settings.jwksFile;
     keys = createLocalJWKSet(readJwks(file));

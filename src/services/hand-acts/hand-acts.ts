@@ -1,10 +1,12 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
+import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
 import { type Buckets, HAND_ACTS_KEPT } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
 import { retryLeaderless } from '../../bus/retry.js';
 import { Invalid } from '../../kernel/errors.js';
-import { newId } from '../../kernel/ids.js';
+import { ID_PATTERN, newId } from '../../kernel/ids.js';
+import { LiveQueue } from '../../kernel/live-queue.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 
 /** A why, cause or condition is a sentence or a paragraph, not a document: bounded so the log stays readable. */
@@ -80,17 +82,19 @@ export interface NewHandAct {
   callId?: string | null;
 }
 
+function decodeHandAct(entry: KvEntry): HandAct | undefined {
+  try {
+    const act = entry.json<HandAct>();
+    return act && typeof act.id === 'string' && typeof act.at === 'string' ? act : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Starts this replica's view of the hand-act log. */
 export function startHandActView(buckets: Buckets, jsm: JetStreamManager, logger?: Logger): Promise<KvView<HandAct>> {
   return KvView.start(buckets.handActs, buckets.names.handActs, jsm, {
-    decode: (entry) => {
-      try {
-        const act = entry.json<HandAct>();
-        return act && typeof act.id === 'string' && typeof act.at === 'string' ? act : undefined;
-      } catch {
-        return undefined;
-      }
-    },
+    decode: decodeHandAct,
     limits: { maxEntries: HAND_ACTS_KEPT },
     logger,
   });
@@ -200,3 +204,31 @@ export function repeatedCauses(mesh: HandActLog, since: Date = new Date(Date.now
 
 /** How many hand-acts were recorded since `since`, by default the last seven days (status shows the week's). */
 export const countHandActsSince = (mesh: HandActLog, since: Date = new Date(Date.now() - HAND_ACT_WEEK_MS)): number => within(mesh, { since }).length;
+
+/**
+ * Follows the log: the hand-acts kept that were recorded after the one with id `after` (a
+ * `HandActConnection` cursor), oldest first, then each one as it is recorded on any replica (the
+ * bucket's watch). Without `after`, only new ones. A follower that lets LIVE_WAITING_MAX wait is
+ * dropped (its last `item` is where it resumes). Invalid for a malformed cursor.
+ */
+export function followHandActs(mesh: HandActLog, after?: string | null): LiveQueue<HandAct> {
+  if (after != null && !ID_PATTERN.test(after))
+    throw new Invalid(`after ${JSON.stringify(after.slice(0, 60))} is not a hand-act cursor: 19 letters and digits`, 'after');
+  const kept =
+    after == null
+      ? []
+      : mesh.views.handActs
+          .values()
+          .map((e) => e.value)
+          .filter((a) => a.id > after)
+          .sort((a, b) => -newestFirst(a, b));
+  const inBacklog = new Set(kept.map((a) => a.id));
+  let stop: () => void = () => undefined;
+  const queue = new LiveQueue<HandAct>(kept[Symbol.iterator](), () => stop());
+  stop = mesh.views.handActs.onEntry((entry) => {
+    if (entry.operation !== 'PUT') return;
+    const act = decodeHandAct(entry);
+    if (act && !inBacklog.has(act.id)) queue.push(act);
+  });
+  return queue;
+}

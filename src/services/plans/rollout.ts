@@ -182,6 +182,8 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
   const unique = firstReports(reports);
   outcome.unmatched = reports.length - unique.length;
   const planIds = [...new Set(unique.map((r) => r.plan))].sort();
+  // Plans whose applies a report ended: changed for planChanged's followers even when their state is not.
+  let applied: string[] = [];
   await mesh.db.transaction().execute(async (tx) => {
     outcome.durations = [];
     outcome.changed = [];
@@ -215,6 +217,7 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
       });
     }
     const touched = [...new Set(updated.map((r) => r.plan))].sort();
+    applied = touched;
     if (touched.length) {
       const tiers = await tx
         .selectFrom('plan_apply')
@@ -258,7 +261,7 @@ export async function applyReports(mesh: RolloutMesh, reports: readonly Report[]
     await recordDurations(tx, outcome.durations);
   });
   publishApplies(mesh, outcome.applies);
-  for (const id of outcome.changed) mesh.events.emit('plan-changed', id);
+  for (const id of new Set([...outcome.changed, ...applied])) mesh.events.emit('plan-changed', id);
   await announceOpened(mesh, outcome.opened);
   return outcome;
 }

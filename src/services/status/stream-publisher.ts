@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { StatusStreamSubjects } from '../../bus/status-stream.js';
 import type { Composition, MachineStatus } from './composition.js';
+import { countStates } from './counts.js';
 import { diffCompositions, type StatusDelta, sameJson } from './delta.js';
 import { publishComposition } from './full-wire.js';
 import { encodeStreamEntry } from './stream-wire.js';
@@ -127,8 +128,10 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
     let streamTookIt = true;
     link.onPublishing?.(next.seq);
     try {
-      if (delta) await put(link.subjects.delta, await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq }));
-      if (whole) snapshot = { streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload)), at: Date.now() };
+      const counts = countStates(next.machines);
+      if (delta)
+        await put(link.subjects.delta, await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq, counts }));
+      if (whole) snapshot = { streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload, { counts })), at: Date.now() };
       published = next.seq;
     } catch (error) {
       if (isWrongLastSequence(error)) {

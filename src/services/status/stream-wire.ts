@@ -16,6 +16,9 @@ const BASE_HEADER = 'Mesh-Status-Base';
 /** On a delta: the stream sequence of the first message of the last snapshot before it, where a reader rebuilds from. */
 const SNAPSHOT_HEADER = 'Mesh-Status-Snapshot';
 
+/** On every message: the composition's machines UP, LATE and SILENT (`<up> <late> <silent>`), what statusCounts reads back without the bodies. */
+export const COUNTS_HEADER = 'Mesh-Status-Counts';
+
 export type StreamKind = 'snapshot' | 'delta';
 
 /** One composition's message as the status stream holds it: a snapshot or a delta, with what frames it. */
@@ -32,7 +35,7 @@ export async function encodeStreamEntry(
   kind: StreamKind,
   value: Composition | StatusDelta,
   maxPayload: number,
-  framing: { base?: number; snapshotAt?: number } = {},
+  framing: { base?: number; snapshotAt?: number; counts?: { up: number; late: number; silent: number } } = {},
 ): Promise<StatusPart[]> {
   const json = Buffer.from(JSON.stringify(value));
   const room = Math.max(maxPayload - PAYLOAD_HEADROOM, 1024);
@@ -42,6 +45,7 @@ export async function encodeStreamEntry(
     h.set(KIND_HEADER, kind);
     if (framing.base !== undefined) h.set(BASE_HEADER, String(framing.base));
     if (framing.snapshotAt !== undefined) h.set(SNAPSHOT_HEADER, String(framing.snapshotAt));
+    if (framing.counts) h.set(COUNTS_HEADER, `${framing.counts.up} ${framing.counts.late} ${framing.counts.silent}`);
     if (part) h.set(PART_HEADER, part);
     if (gz) h.set('Content-Encoding', 'gzip');
     return h;
