@@ -10,6 +10,7 @@ import { type Config, NATS_URL_FILE } from './config.js';
 import { isStoreUnavailable } from './kernel/errors.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server/http.js';
+import { loadNatsUsers, watchNatsUsersFile } from './services/access/nats-users.js';
 import { loadAccess, watchTokensFile } from './services/access/tokens.js';
 import { startCallView } from './services/calls/records.js';
 import { startResponder } from './services/controller/responder.js';
@@ -63,6 +64,7 @@ export interface GatewayOptions {
  */
 export async function startGateway(config: Config, { logger, onQuery }: GatewayOptions): Promise<Gateway> {
   const access = loadAccess(config.tokensFile);
+  const natsUsers = loadNatsUsers(config.natsUsersFile);
   let host = config.host;
   if (access.open && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
     logger.warn({ host }, 'no MESH_TOKENS_FILE: every caller would have every scope, so the gateway listens on 127.0.0.1 only');
@@ -79,7 +81,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
   });
   const tokensWatch = watchTokensFile(access, logger);
-  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), () => db.destroy()];
+  const natsUsersWatch = watchNatsUsersFile(natsUsers, logger);
+  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), async () => natsUsersWatch.stop(), () => db.destroy()];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stopping'));
   };
@@ -124,7 +127,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     });
     stops.push(() => status.stop());
     const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, status };
-    const responder = startResponder(mesh);
+    const responder = startResponder(mesh, natsUsers);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
     const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas);
@@ -139,7 +142,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       () => composer.stop(),
       () => applyTimeouts.stop(),
     );
-    const http = buildHttpApp({ schema, mesh, access, logger, observed: { composer, news } });
+    const http = buildHttpApp({ schema, mesh, access, logger, observed: { composer, news, responder } });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());
     logger.info({ url, replica: config.replica }, 'serving GraphQL (GraphiQL in a browser at this address)');

@@ -40,7 +40,7 @@ export interface ServerOptions {
   /** Extra envelop plugins (status caching comes this way). */
   plugins?: Plugin[];
   /** Counts kept by the composer and the news ingest, read by /metrics. */
-  observed?: Pick<MetricSources, 'composer' | 'news'>;
+  observed?: Pick<MetricSources, 'composer' | 'news' | 'responder'>;
 }
 
 export interface HttpApp {
