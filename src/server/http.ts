@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { type FieldNode, GraphQLError, type GraphQLSchema, type ValidationContext } from 'graphql';
@@ -143,7 +143,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         maxTokens: { n: QUERY_LIMITS.tokens },
         costLimit: { maxCost: QUERY_LIMITS.cost },
         maxDirectives: { n: QUERY_LIMITS.directives },
-        blockFieldSuggestion: { enabled: mesh.config.production },
+        // Suggestions name fields: a schema oracle where the schema is meant to be closed.
+        blockFieldSuggestion: { enabled: mesh.config.production || !mesh.config.introspection || !access.open },
       }),
       // After the armor, whose token limit replaces the parse function this one wraps.
       useDocumentNestingLimit(),
@@ -173,6 +174,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const answer = drain.handler((request, response) => {
     if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
     if (dashboard.serve(request, response)) return;
+    if (!access.open && refuseAnonymous(access, request, response)) return;
     void yoga(request, response);
   });
   const server = createServer(
@@ -239,6 +241,32 @@ function clientError(value: unknown): { code: string; message: string; path?: re
   if (cause !== undefined && !(cause instanceof DomainError) && !(cause instanceof GraphQLError)) return undefined;
   const code = cause instanceof DomainError ? cause.code : String(value.extensions?.code ?? 'BAD_REQUEST');
   return { code, message: value.message, path: value.path };
+}
+
+/** Whether a request asks for the GraphiQL page (as Yoga decides it): a GET a browser sends for HTML. */
+const asksForGraphiQL = (request: IncomingMessage): boolean => request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
+
+/**
+ * On a gateway with tokens, a GraphQL request whose token is missing or unknown is answered 401
+ * here, before Yoga: never parsed, validated, logged beyond its access line or counted against a
+ * caller. The GraphiQL page is served without one (a browser cannot send it; its requests must).
+ */
+function refuseAnonymous(access: Access, request: IncomingMessage, response: ServerResponse): boolean {
+  // A CORS preflight carries no credentials by definition: Yoga answers it by MESH_CORS_ORIGINS.
+  if (asksForGraphiQL(request) || request.method === 'OPTIONS') return false;
+  try {
+    access.callerFor(request.headers.authorization);
+    return false;
+  } catch (error) {
+    const body = JSON.stringify({ errors: [{ message: (error as Error).message, extensions: { code: 'FORBIDDEN' } }] });
+    response.writeHead(401, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'www-authenticate': 'Bearer',
+    });
+    response.end(body);
+    return true;
+  }
 }
 
 const isReadyProbe = (url: string | undefined): boolean => (url ?? '').split('?')[0] === '/ready';
