@@ -16,7 +16,7 @@ import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { accessLog } from './access-log.js';
-import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
+import { foreignHostMessage, isAllowedOrigin, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
 import { useCompiledExecution } from './compiled-execution.js';
 import { dashboardFiles } from './dashboard.js';
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
@@ -28,6 +28,7 @@ import { loadPersistedOperations, usePersistedOperations } from './persisted.js'
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
+import { closeRevokedStreams } from './sse-revocation.js';
 
 /** Limits on what one operation may ask, so no query however deep or wide takes the process down. */
 export const QUERY_LIMITS = { depth: 12, aliases: 30, tokens: 5_000, cost: 50_000, directives: 50 };
@@ -171,10 +172,12 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
   const loopbackOnly = access.open;
   const dashboard = dashboardFiles();
+  const sseStreams = closeRevokedStreams(access, logger);
   const answer = drain.handler((request, response) => {
     if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
     if (dashboard.serve(request, response)) return;
     if (!access.open && refuseAnonymous(access, request, response)) return;
+    sseStreams.track(request, response);
     void yoga(request, response);
   });
   const server = createServer(
@@ -191,9 +194,16 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     verifyClient: ({ req }, accept) => {
       // A draining replica takes no new socket: the client reconnects elsewhere.
       if (drain.draining) return accept(false, 503, 'the gateway is stopping', { 'Retry-After': String(DRAIN_RETRY_AFTER_S) });
-      if (!loopbackOnly || isLoopbackHost(req.headers.host)) return accept(true);
-      logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
-      accept(false, 403, foreignHostMessage(req.headers.host));
+      if (loopbackOnly && !isLoopbackHost(req.headers.host)) {
+        logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
+        return accept(false, 403, foreignHostMessage(req.headers.host));
+      }
+      // A browser opens a socket to any address from any page, with its Origin: only ours and those listed are let in.
+      if (!isAllowedOrigin(req.headers.origin, req.headers.host, { open: access.open, listed: mesh.config.corsOrigins })) {
+        logger.info({ origin: req.headers.origin?.slice(0, 200) }, 'WebSocket upgrade refused: foreign Origin');
+        return accept(false, 403, 'Forbidden: foreign Origin');
+      }
+      accept(true);
     },
   });
 
@@ -216,6 +226,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         });
       }),
     async stop() {
+      sseStreams.stop();
       health.stop();
       metrics.stop();
       await wsServer.dispose();
