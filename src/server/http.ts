@@ -90,6 +90,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
   metrics.afterFanout({ fanout, statusCache });
   const log = accessLog(logger, access, metrics.request);
+  const graphiql = offlineGraphiQL();
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
     schema: options.schema,
     graphqlEndpoint: '/graphql',
@@ -99,7 +100,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     // Bounded by useRequestBodyLimit below, at the same size, without a counting stream per POST.
     maxRequestBodySize: false,
     graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS', defaultQuery: GRAPHIQL_DEFAULT_QUERY },
-    renderGraphiQL: offlineGraphiQL(),
+    renderGraphiQL: graphiql.render,
     logging: {
       debug: (...args) => logger.debug(args.length > 1 ? { args } : args[0]),
       info: (...args) => logger.info(args.length > 1 ? { args } : args[0]),
@@ -164,10 +165,18 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       useCsrfPrevention(),
       useOperationRate(rate, access),
       useCompiledExecution(logger),
+      graphiql.plugin,
     ],
   });
 
-  const drain = createDrain(mesh.config.replica, health);
+  // /ready's details (replica, NATS address, the store's error) need a read token; anyone may see whether it is ready.
+  const drain = createDrain(mesh.config.replica, health, (req) => {
+    try {
+      return access.callerFor(req.headers.authorization).scopes.has('read');
+    } catch {
+      return false;
+    }
+  });
   // An open gateway (no tokens) listens on loopback; a page of a DNS name rebound to 127.0.0.1
   // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
   const loopbackOnly = access.open;
