@@ -76,3 +76,25 @@ test('with tokens set, a field error suggests no field names, even with introspe
   expect(body.errors[0].message).toMatch(/Cannot query field "seatz"/);
   expect(body.errors[0].message).not.toMatch(/Did you mean/);
 });
+
+// Finding 6: quiet doors.
+const base = () => gateway.url.replace(/\/graphql$/, '');
+
+test('/ready without a read token says only whether the gateway is ready; with one, its checks', async () => {
+  const anonymous = await fetch(`${base()}/ready`);
+  const quiet = await anonymous.json();
+  expect(Object.keys(quiet)).toEqual(['ready']);
+  expect([200, 503]).toContain(anonymous.status);
+  expect(JSON.stringify(quiet)).not.toMatch(/nats:|127\.0\.0\.1|replica/);
+  const detailed = await (await fetch(`${base()}/ready`, { headers: { authorization: `Bearer ${READER.token}` } })).json();
+  expect(detailed).toMatchObject({ replica: gateway.mesh.config.replica, checks: { store: expect.any(Object), nats: expect.any(Object) } });
+});
+
+test("the dashboard's page may connect to its own origin only", async () => {
+  const page = await fetch(`${base()}/`);
+  // Built by the tests' global setup (test/build-dashboard.ts).
+  expect(page.status).toBe(200);
+  const policy = page.headers.get('content-security-policy');
+  expect(policy).toMatch(/connect-src 'self';/);
+  expect(policy).not.toMatch(/ws:|wss:/);
+});

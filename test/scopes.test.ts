@@ -242,3 +242,14 @@ describe('the unnamed subject (finding 2 and 6)', () => {
     expect(await refusedCount('unknown-verb')).toBe(unknown + 5);
   });
 });
+
+test("a machine's heartbeat claim of the controller's own seat is ignored; its other claims stand (finding 6)", async () => {
+  nc.publish(
+    `${env.subjects}.news.machine.m-claimer`,
+    JSON.stringify({ kind: 'heartbeat', site: 'eu-1', modules: ['broker'], claims: { broker: [env.controller, 'queue'] } }),
+  );
+  const holdersOf = async (seat: string) =>
+    (await gw.gql(`query($n: String!) { seat(name: $n) { holders { machine { name } derived } } }`, { n: seat }, as(ADMIN))).data.seat.holders;
+  await expect.poll(async () => holdersOf('queue'), { timeout: 10_000 }).toContainEqual({ machine: { name: 'm-claimer' }, derived: true });
+  expect(await holdersOf(env.controller)).toEqual([]);
+});
