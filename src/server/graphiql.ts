@@ -34,7 +34,7 @@ query Mesh {
  * which hashes cannot cover), fonts and images from data: URLs, its editor workers from the blob:
  * URLs it makes, and requests to this gateway only ('self' covers its ws: and wss: in CSP 3).
  */
-export function graphiqlPolicy(page: string): string {
+function graphiqlPolicy(page: string): string {
   const hashes = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`);
   return [
     "default-src 'none'",
