@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
 import { eventually } from './fixtures/live.js';
-import { aTokensFile, type TestEnv, type TokenFixture, testEnv } from './fixtures/services.js';
+import { aTokensFile, startTestGateway, type TestEnv, type TokenFixture, testEnv } from './fixtures/services.js';
 
 // Issue 20, finding 5: with a tokens file, an anonymous request is 401 before any work — not parsed,
 // not validated, not logged beyond its access line — and field suggestions are off.
@@ -75,6 +75,17 @@ test('with tokens set, a field error suggests no field names, even with introspe
   const body = await response.json();
   expect(body.errors[0].message).toMatch(/Cannot query field "seatz"/);
   expect(body.errors[0].message).not.toMatch(/Did you mean/);
+});
+
+test('with introspection off, a field error suggests no field names, even on an open gateway', async () => {
+  const closed = await startTestGateway({ ...env.env, MESH_INTROSPECTION: 'off' });
+  try {
+    const body = await closed.gql('{ seatz { name } }');
+    expect(body.errors?.[0]?.message).toMatch(/Cannot query field "seatz"/);
+    expect(body.errors?.[0]?.message).not.toMatch(/Did you mean/);
+  } finally {
+    await closed.stop();
+  }
 });
 
 // Finding 6: quiet doors.
