@@ -14,6 +14,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Type assertions (expectTypeOf, @ts-expect-error) bite in vitest as well as in `tsc`: a file
+    // listed here is type-checked as a test of its own, and fails when one no longer holds.
+    typecheck: { enabled: true, include: ['test/verb-types.test.ts'], tsconfig: './tsconfig.types.json' },
     fileParallelism: true,
   },
 });

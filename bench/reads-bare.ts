@@ -58,7 +58,7 @@ async function machines(mesh: Mesh) {
     machines: list.map((m) => ({
       name: m.name,
       site: m.site,
-      state: machineState(m.lastHeardAt, now, mesh.config.heartbeatSeconds),
+      state: machineState(m.lastHeardAt.getTime(), { heardUntilMs: now.getTime(), heartbeatSeconds: mesh.config.heartbeatSeconds }),
       modules: m.modules,
       holdings: (holdings.get(m.name) ?? []).map((h) => ({ seat: { name: seats.get(h.seat)!.name }, module: h.module })),
     })),

@@ -19,6 +19,7 @@ import { startDurationPruning } from './services/durations/durations.js';
 import { MeshEvents } from './services/events.js';
 import { startHandActView } from './services/hand-acts/hand-acts.js';
 import type { Mesh } from './services/mesh.js';
+import { startNewsHearing } from './services/news/hearing.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
 import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
@@ -126,11 +127,14 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       askSnapshot: () => bus.nc.publish(composeSubject(subjects.root), JSON.stringify({ triggers: ['resync'] })),
     });
     stops.push(() => status.stop());
-    const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, status };
+    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas);
+    const hearing = startNewsHearing({ jsm: bus.jsm, nc: bus.nc, stream: newsStream.stream, logger });
+    stops.push(async () => hearing.stop());
+    await hearing.refresh();
+    const mesh: Mesh = { config, db, bus, subjects, catalogue, logger, events: new MeshEvents(), buckets, views, leases, hearing, status };
     const responder = startResponder(mesh, natsUsers);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
-    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas);
     const news = startNewsIngest(mesh, newsStream.consumer);
     // Composing only once the stream is read: the first composition is then a delta from the last.
     await status.caughtUp();

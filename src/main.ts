@@ -1,14 +1,20 @@
 import { ConfigError, loadConfig } from './config.js';
 import { startGateway } from './gateway.js';
 import { createLogger } from './logger.js';
+import { startTracing, type Tracing } from './server/tracing.js';
 
 /** After the drain (MESH_DRAIN_S), closing the store, NATS and the listener may take this long before the process gives up. */
 const CLOSE_AFTER_DRAIN_MS = 10_000;
 
 async function main(): Promise<void> {
   let config;
+  let tracing: Tracing | undefined;
+  let logger;
   try {
     config = loadConfig();
+    logger = createLogger(config.logLevel);
+    // Before the gateway starts, so its first statements and messages are traced too.
+    tracing = startTracing(process.env, logger);
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`mesh-gateway: ${error.message}`);
@@ -16,7 +22,6 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
   const gateway = await startGateway(config, { logger });
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -30,7 +35,10 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_GRACE_MS).unref();
     gateway.stop().then(
-      () => process.exit(0),
+      async () => {
+        await tracing?.stop();
+        process.exit(0);
+      },
       (err) => {
         logger.error({ err }, 'shutdown failed');
         process.exit(1);

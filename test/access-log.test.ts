@@ -1,10 +1,9 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
 import { operationNameOf } from '../src/server/access-log.js';
 import { eventually, wsSubscribe } from './fixtures/live.js';
+import { logInto } from './fixtures/log.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -14,13 +13,7 @@ const lines: Record<string, any>[] = [];
 beforeAll(async () => {
   env = await testEnv('access_log');
   // The gateway's own log, read line by line as an operator would.
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  gateway = await startGateway(loadConfig({ ...env.env, LOG_LEVEL: 'info' }), { logger: pino({ level: 'info' }, sink) });
+  gateway = await startGateway(loadConfig({ ...env.env, LOG_LEVEL: 'info' }), { logger: logInto(lines, 'info') });
 });
 afterAll(async () => {
   await gateway?.stop();
@@ -31,7 +24,9 @@ const post = (body: unknown, headers: Record<string, string> = {}) =>
   fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });
 
 test('each HTTP request leaves one line with method, operation, caller, status, duration and its request id, echoed in x-request-id', async () => {
+  const before = performance.now();
   const given = await post({ query: 'query Seats { seats { name } }' }, { 'x-request-id': 'trace-abc.123' });
+  const tookMs = performance.now() - before;
   expect(given.headers.get('x-request-id')).toBe('trace-abc.123');
   const made = await post({ query: '{ status { seq } }', operationName: null });
   const madeId = made.headers.get('x-request-id');
@@ -42,7 +37,9 @@ test('each HTTP request leaves one line with method, operation, caller, status, 
 
   const line = await eventually(() => lines.find((l) => l.msg === 'request' && l.requestId === 'trace-abc.123'), 'the access line');
   expect(line).toMatchObject({ method: 'POST', path: '/graphql', operation: 'Seats', caller: 'local', status: 200, requestId: 'trace-abc.123' });
-  expect(line.ms).toEqual(expect.any(Number));
+  // Its duration: no longer than the client waited for the answer.
+  expect(line.ms).toBeGreaterThanOrEqual(0);
+  expect(line.ms).toBeLessThanOrEqual(Math.ceil(tookMs));
   expect(lines.filter((l) => l.msg === 'request' && l.requestId === 'trace-abc.123')).toHaveLength(1);
   const unnamed = await eventually(() => lines.find((l) => l.msg === 'request' && l.requestId === madeId), 'the second line');
   expect(unnamed).toMatchObject({ status: 200, caller: 'local' });
@@ -51,13 +48,24 @@ test('each HTTP request leaves one line with method, operation, caller, status, 
 });
 
 test('a WebSocket connection leaves one line as it closes: caller, operations run, close code and how long it was open', async () => {
+  const before = performance.now();
   const sub = wsSubscribe(gateway.url, 'subscription Tick { ticks(count: 2, everyMs: 20) }');
   await sub.atLeast(2);
   sub.close();
   const line = await eventually(() => lines.find((l) => l.msg === 'websocket'), 'the websocket line');
+  const heldOpenMs = performance.now() - before;
   expect(line).toMatchObject({ method: 'WS', path: '/graphql', caller: 'local', operations: 1, operationNames: ['Tick'] });
-  expect(line.status).toEqual(expect.any(Number));
+  expect(line.status).toBe(1000); // closed normally by the client
   expect(line.requestId).toEqual(expect.any(String));
+  // How long it was open: at least the 20 ms between its two ticks, at most as long as this test held it.
+  expect(line.ms).toBeGreaterThanOrEqual(20);
+  expect(line.ms).toBeLessThanOrEqual(Math.ceil(heldOpenMs));
+  // One line: a second socket opened and closed after it is logged, and the first still has one.
+  const next = wsSubscribe(gateway.url, 'subscription Next { ticks(count: 1, everyMs: 20) }');
+  await next.atLeast(1);
+  next.close();
+  await eventually(() => lines.find((l) => l.msg === 'websocket' && l.operationNames?.includes('Next')), 'the second socket’s line');
+  expect(lines.filter((l) => l.msg === 'websocket' && l.requestId === line.requestId)).toHaveLength(1);
 });
 
 test('a hand-act is logged as it is recorded, and a call as it ends', async () => {

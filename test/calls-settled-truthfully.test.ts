@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startCall } from '../src/services/calls/records.js';
 import { RESPONDER_IN_FLIGHT_MAX } from '../src/services/controller/responder.js';
 import { appendHandAct } from '../src/services/hand-acts/hand-acts.js';
+import { natsCall } from './fixtures/calls.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -57,20 +58,20 @@ test('an act refused BUSY is recorded as a refused call; a read refused BUSY is 
   );
   await expect.poll(() => heard.length, { timeout: 10_000 }).toBe(RESPONDER_IN_FLIGHT_MAX);
 
-  const busyAct = await nc.request(subject('recordHandAct'), JSON.stringify({ act: 'busy-probe', why: 'while busy' }), { timeout: 5_000 });
-  expect(busyAct.json()).toEqual({ ok: false, error: { code: 'BUSY', message: 'too many calls in flight; try again' } });
-  const busyId = busyAct.headers?.get('Mesh-Call');
+  const busyAct = await natsCall(nc, env, 'recordHandAct', { act: 'busy-probe', why: 'while busy' }, { timeoutMs: 5_000 });
+  expect(busyAct.body).toEqual({ ok: false, error: { code: 'BUSY', message: 'too many calls in flight; try again' } });
+  const busyId = busyAct.callId;
   expect(busyId).toBeTruthy();
   expect(await callById(busyId!)).toMatchObject({ state: 'FAILED', caller: 'tester', errorCode: 'BUSY' });
 
-  const busyRead = await nc.request(subject('plans'), '{}', { timeout: 5_000 });
-  expect(busyRead.json()).toMatchObject({ ok: false, error: { code: 'BUSY' } });
-  expect(busyRead.headers?.get('Mesh-Call')).toBeUndefined();
+  const busyRead = await natsCall(nc, env, 'plans', '{}', { timeoutMs: 5_000 });
+  expect(busyRead.body).toMatchObject({ ok: false, error: { code: 'BUSY' } });
+  expect(busyRead.callId).toBeUndefined();
 
   await Promise.allSettled(slow);
   holder.unsubscribe();
-  const after = await nc.request(subject('recordHandAct'), JSON.stringify({ act: 'after-busy', why: 'room again' }), { timeout: 5_000 });
-  expect(after.json()).toMatchObject({ ok: true, answer: { act: 'after-busy' } });
+  const after = await natsCall(nc, env, 'recordHandAct', { act: 'after-busy', why: 'room again' }, { timeoutMs: 5_000 });
+  expect(after.body).toMatchObject({ ok: true, answer: { act: 'after-busy' } });
   const refused = (await gateway.gql(`{ calls(verb: "recordHandAct", state: FAILED) { edges { node { id errorCode } } } }`)).data.calls.edges;
   expect(refused).toEqual([{ node: { id: busyId, errorCode: 'BUSY' } }]);
   const reads = (await gateway.gql(`{ calls(verb: "plans") { edges { node { id } } } }`)).data.calls.edges;

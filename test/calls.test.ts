@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
+import { natsCall as callOverNats } from './fixtures/calls.js';
 import { type ChildGateway, spawnGateway } from './fixtures/child.js';
 import { type NatsServer, startNatsServer } from './fixtures/nats-server.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
@@ -22,13 +23,9 @@ afterAll(async () => {
 });
 
 /** A controller verb's subject, sent by `user` (acting verbs need one), or by nobody in particular (''). */
-const verbSubject = (verb: string, user?: string) => `${env.subjects}.seat.${env.controller}.${verb}${user ? `.${user}` : ''}`;
 
-/** A NATS request to a controller verb: the answer body and the call id from the Mesh-Call header. */
-async function natsCall(conn: NatsConnection, verb: string, body: string | object = {}, user = 'tester') {
-  const reply = await conn.request(verbSubject(verb, user), typeof body === 'string' ? body : JSON.stringify(body), { timeout: 10_000 });
-  return { body: reply.json<any>(), callId: reply.headers?.get('Mesh-Call') };
-}
+/** A NATS request to a controller verb, sent as `user`: the answer body and the call id from the Mesh-Call header. */
+const natsCall = (conn: NatsConnection, verb: string, body: string | object = {}, user = 'tester') => callOverNats(conn, env, verb, body, { user });
 
 const CALL_FIELDS = 'id seat verb args caller door state startedAt endedAt answer answerJson answerTruncated answerBytes error errorCode replica';
 

@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { expect, test } from 'vitest';
 import * as buckets from '../src/bus/buckets.js';
 import * as nats from '../src/bus/nats.js';
@@ -118,4 +119,60 @@ test('every figure the docs tie to a constant is that constant’s value', () =>
     }
   }
   expect(seen.length).toBeGreaterThan(10);
+});
+
+// A file a doc or a comment names must exist: `src/...`, `test/...`, `docs/...`, `bench/...`,
+// `migrations/...`, `dashboard/...` from the repository's root, and a bare or partial `name.ts`
+// (or .tsx, .md, .graphql) from the naming file's folder or its parent (a sibling domain), the
+// root, src/, src/services/ or docs/ — or, bare, as
+// any file of the repository by that name. Docs are README.md, docs/*.md and every folder's
+// README; comments are those of src/, dashboard/src/ and bench/.
+const ROOTS = ['src', 'test', 'docs', 'bench', 'migrations', 'dashboard'];
+/** Documents named that are not kept in the repository: the design contract the project is built to. */
+const OUTSIDE_THE_REPOSITORY = new Set(['DESIGN.md']);
+const NOT_WALKED = new Set(['node_modules', 'dist', 'generated']);
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    if (NOT_WALKED.has(entry.name)) return [];
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+const ROOTED = new RegExp(`(?<![\\w./@-])(?:${ROOTS.join('|')})/[\\w./-]*\\w`, 'g');
+const RELATIVE = /(?<![\w./@-])[\w-]+(?:\/[\w.-]+)*\.(?:ts|tsx|md|graphql)(?![\w/])/g;
+/** The comment text of a source file: `//` lines and the lines of block comments. */
+const commentsOf = (text: string): string =>
+  text
+    .split('\n')
+    .filter((line) => /^\s*(\/\/|\/\*|\*)/.test(line))
+    .join('\n');
+
+test('every file a doc or a comment names exists', () => {
+  const repository = ['README.md', ...ROOTS.flatMap((root) => filesUnder(root))];
+  const names = new Set(repository.map((file) => basename(file)));
+  const broken: string[] = [];
+  let checked = 0;
+  const check = (file: string, text: string) => {
+    for (const [path] of text.matchAll(ROOTED)) {
+      checked++;
+      if (!existsSync(path)) broken.push(`${file}: ${path}`);
+    }
+    for (const [path] of text.matchAll(RELATIVE)) {
+      if (ROOTS.some((root) => path.startsWith(`${root}/`)) || OUTSIDE_THE_REPOSITORY.has(path)) continue;
+      checked++;
+      const from = [join(dirname(file), path), join(dirname(file), '..', path), path, join('src', path), join('src/services', path), join('docs', path)];
+      if (from.some((candidate) => existsSync(candidate)) || (!path.includes('/') && names.has(path))) continue;
+      broken.push(`${file}: ${path}`);
+    }
+  };
+  for (const file of repository.filter((f) => f === 'README.md' || f.startsWith('docs/') || basename(f) === 'README.md')) {
+    if (file.endsWith('.md')) check(file, readFileSync(file, 'utf8'));
+  }
+  for (const file of repository.filter((f) => /^(src|bench|dashboard\/src)\//.test(f) && /\.tsx?$/.test(f))) {
+    check(file, commentsOf(readFileSync(file, 'utf8')));
+  }
+  expect(broken).toEqual([]);
+  expect(checked).toBeGreaterThan(100);
 });

@@ -4,11 +4,14 @@ import { type Duration, pruneDurations, recordDurations, summarise } from '../sr
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let store: Awaited<ReturnType<typeof freshStore>>;
+/** The instant the observations are heard relative to: windows are taken from it, not from the clock when a test runs. */
+let recordedAt: number;
 const config = loadConfig({ MESH_HEARTBEAT_S: '10', MESH_APPLY_TIMEOUT_S: '90', MESH_TIER_TIMEOUT_S: '600', MESH_BUILD_TIMEOUT_S: '1200' });
 
 beforeAll(async () => {
   store = await freshStore('durations');
   const now = Date.now();
+  recordedAt = now;
   const rows: Duration[] = [];
   for (let i = 1; i <= 100; i++) rows.push({ kind: 'apply', subject: `p/m${i}`, seconds: i, heardAt: new Date(now - i * 1000) });
   rows.push({ kind: 'heartbeat_gap', subject: 'm1', seconds: 20, heardAt: new Date(now) });
@@ -44,7 +47,7 @@ test('every kind is listed, with the bound in force for it, also where nothing w
 });
 
 test('a window counts only what was heard since its start', async () => {
-  const [apply] = await summarise(store.db, config, 'apply', new Date(Date.now() - 10_500));
+  const [apply] = await summarise(store.db, config, 'apply', new Date(recordedAt - 10_500));
   expect(apply).toMatchObject({ count: 10, min: 1, max: 10 });
 });
 

@@ -1,13 +1,12 @@
-import { Writable } from 'node:stream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import fc from 'fast-check';
-import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
 import { CONTROLLER_VERBS } from '../src/services/controller/verbs.js';
 import { documents, TYPED_OPERATIONS, variables } from './fixtures/hostile-values.js';
 import { eventually } from './fixtures/live.js';
+import { logInto } from './fixtures/log.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 
 // Property-based fuzzing against one gateway. Every property runs with a fixed seed, printed by
@@ -27,13 +26,7 @@ let nc: NatsConnection;
 beforeAll(async () => {
   env = await testEnv('fuzz');
   // The fuzz sends hundreds of operations a second from one caller: the rate cap is not under test here.
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line) logged.push(JSON.parse(line));
-      done();
-    },
-  });
-  gw = await startGateway(loadConfig({ ...env.env, MESH_OPS_PER_SECOND: '1000000' }), { logger: pino({ level: 'warn' }, sink) });
+  gw = await startGateway(loadConfig({ ...env.env, MESH_OPS_PER_SECOND: '1000000' }), { logger: logInto(logged, 'warn') });
   nc = await connect({ servers: env.env.NATS_URL });
 });
 afterEach(() => {

@@ -1,6 +1,8 @@
 import { AckPolicy, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { countHandActsSince } from '../src/services/hand-acts/hand-acts.js';
+import { eventually } from './fixtures/live.js';
 import { aMachine } from './fixtures/mesh.js';
 import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv, uniqueName } from './fixtures/services.js';
 
@@ -66,6 +68,11 @@ test('a hand-act is kept with its why, cause, condition and call, and listed on 
   expect(repeated).toContainEqual({ cause: 'agent-hang', count: 3, firstAt: made[0].at, lastAt: made[2].at });
   const future = (await b.gql(`{ repeatedCauses(since: "2999-01-01T00:00:00Z") { cause } }`)).data.repeatedCauses;
   expect(future).toEqual([]);
+  // Counted from the instant given, as repeatedCauses is: the three from the first on, none from tomorrow.
+  const before = countHandActsSince(b.mesh, new Date(made[0].at));
+  expect(before).toBeGreaterThanOrEqual(3);
+  expect(countHandActsSince(b.mesh, new Date(Date.now() + 86_400_000))).toBe(0);
+  expect(countHandActsSince(b.mesh)).toBeGreaterThanOrEqual(before);
 });
 
 test('a blank why, a blank act and an over-long cause are typed errors, recorded as failed calls', async () => {
@@ -125,7 +132,7 @@ describe('resetConsumer, for real on a JetStream durable consumer', () => {
     const batch = await consumer.fetch({ max_messages: 3, expires: 2_000 });
     for await (const m of batch) m.ack();
     await nc.flush();
-    for (let i = 0; i < 50 && (await jsm.consumers.info(stream, 'worker')).num_pending !== 2; i++) await new Promise((r) => setTimeout(r, 50));
+    await eventually(async () => (await jsm.consumers.info(stream, 'worker')).num_pending === 2, 'two messages left pending', 10_000, 50);
   });
 
   const reset = (args: string) =>

@@ -1,9 +1,9 @@
-import { Writable } from 'node:stream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
+import { natsCall as callOverNats } from './fixtures/calls.js';
+import { logInto } from './fixtures/log.js';
 import { HOLD_SEAT } from './fixtures/operations.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 import { RawWsClient } from './fixtures/ws-client.js';
@@ -15,13 +15,7 @@ const logged: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   env = await testEnv('hostile');
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line) logged.push(JSON.parse(line));
-      done();
-    },
-  });
-  gw = await startGateway(loadConfig(env.env), { logger: pino({ level: 'info' }, sink) });
+  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'info') });
   nc = await connect({ servers: env.env.NATS_URL });
   await gql('mutation { defineSeat(input: { name: "kept", scope: "site", decided: "as it was" }) { __typename } }');
 });
@@ -46,13 +40,7 @@ async function gql(query: string, variables?: Record<string, unknown>): Promise<
 }
 
 /** A NATS request to a controller verb: its answer body and the call id it was recorded under. */
-async function natsCall(verb: string, body: object | string): Promise<{ body: any; callId: string | undefined }> {
-  // Sent on the subject named by its user, as the shipped account has every client send (docs/calls.md).
-  const reply = await nc.request(`${env.subjects}.seat.${env.controller}.${verb}.hostile-tester`, typeof body === 'string' ? body : JSON.stringify(body), {
-    timeout: 10_000,
-  });
-  return { body: reply.json<any>(), callId: reply.headers?.get('Mesh-Call') };
-}
+const natsCall = (verb: string, body: object | string) => callOverNats(nc, env, verb, body, { user: 'hostile-tester' });
 
 /** Nothing the gateway logged since the test began is a server fault (level error or above). */
 const noServerFault = () => expect(logged.filter((line) => (line.level as number) >= 50)).toEqual([]);

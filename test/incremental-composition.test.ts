@@ -189,6 +189,7 @@ describe('on a running gateway', () => {
       heartbeatSeconds: gw.config.heartbeatSeconds,
       sources: meshSources(gw.mesh),
       now: new Date(seen.composedAt),
+      heardUntil: new Date(seen.heardUntil!),
     });
     expectSame(seen, full);
   });

@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { registerCommands } from '../src/cli/commands.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
@@ -22,6 +24,25 @@ interface Run {
   stdout: string;
   stderr: string;
 }
+
+/** meshctl's commands as its main registers them, each with its path (`token new`). */
+function commands(): { path: string; command: Command }[] {
+  const program = new Command('meshctl');
+  registerCommands(
+    program,
+    async () => undefined,
+    () => undefined,
+    () => false,
+  );
+  const walk = (command: Command, prefix: string): { path: string; command: Command }[] =>
+    command.commands.flatMap((c) => {
+      const path = `${prefix}${c.name()}`;
+      return [{ path, command: c }, ...walk(c, `${path} `)];
+    });
+  return walk(program, '');
+}
+/** The long flags a command takes (`--why`), its help's own included. */
+const flagsOf = (command: Command): string[] => [...command.options.map((o) => o.long!).filter(Boolean), '--help'];
 
 /** Runs meshctl from source (as `npx meshctl` runs the built copy), against the test gateway. */
 function meshctl(args: string[], options: { token?: string; url?: string } = {}): Promise<Run> {
@@ -207,14 +228,29 @@ describe('exit codes and access', () => {
     expect(noToken.stderr).toMatch(/^error FORBIDDEN: /);
   });
 
-  test('an unreachable gateway exits 3 naming the URL; usage errors exit 2; --help lists every flag', async () => {
+  test('an unreachable gateway exits 3 naming the URL; usage errors exit 2; --help lists every flag, of meshctl and of a command', async () => {
     const down = await meshctl(['status'], { url: 'http://127.0.0.1:9/graphql' });
     expect(down.code).toBe(3);
     expect(down.stderr).toMatch(/could not reach the gateway at http:\/\/127\.0\.0\.1:9\/graphql/);
     expect((await meshctl(['no-such-command'])).code).toBe(2);
+    const top = await meshctl(['--help']);
+    expect(top.code).toBe(0);
+    for (const flag of ['--url', '--token', '--json', '--help']) expect(top.stdout).toContain(flag);
+    const push = commands().find((c) => c.path === 'push')!;
+    const pushFlags = flagsOf(push.command);
+    expect(pushFlags).toEqual(expect.arrayContaining(['--why', '--cause', '--behind', '--tiers', '--follow']));
     const help = await meshctl(['push', '--help']);
     expect(help.code).toBe(0);
-    for (const flag of ['--why', '--cause', '--behind', '--tiers', '--follow']) expect(help.stdout).toContain(flag);
+    for (const flag of pushFlags) expect(help.stdout).toContain(flag);
+  });
+
+  test("every command's help lists every flag it takes", () => {
+    const all = commands();
+    expect(all.map((c) => c.path)).toEqual(expect.arrayContaining(['status', 'push', 'plans', 'token new']));
+    for (const { path, command } of all) {
+      const help = command.helpInformation();
+      for (const flag of flagsOf(command)) expect(help, `meshctl ${path} --help`).toContain(flag);
+    }
   });
 
   test('token new prints a token once and the entry whose hash the gateway accepts', async () => {

@@ -1,9 +1,8 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
 import { anAgent, eventually } from './fixtures/live.js';
+import { logInto } from './fixtures/log.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -15,14 +14,7 @@ let bytesLogged = 0;
 beforeAll(async () => {
   env = await testEnv('junklog');
   // A gateway of our own, so its log can be read.
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      bytesLogged += chunk.length;
-      for (const line of chunk.toString().split('\n')) if (line) logged.push(JSON.parse(line));
-      done();
-    },
-  });
-  gw = await startGateway(loadConfig(env.env), { logger: pino({ level: 'warn' }, sink) });
+  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'warn', (bytes) => (bytesLogged += bytes)) });
   agent = await anAgent();
 });
 afterAll(async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { NEWS_ACK_WAIT_MS } from '../src/bus/news-stream.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { type NatsServer, startNatsServer } from './fixtures/nats-server.js';
+import { heartbeatsOf as storedHeartbeats } from './fixtures/news.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 // A nats-server of this file's own (JetStream on a spare port), killed and started again mid-stream;
@@ -24,13 +25,7 @@ afterAll(async () => {
   await env?.database.drop();
 });
 
-const heartbeatsOf = async (prefix: string) =>
-  Object.fromEntries(
-    (await gw.mesh.db.selectFrom('machine').select(['name', 'heartbeats']).where('name', 'like', `${prefix}%`).execute()).map((m) => [
-      m.name,
-      Number(m.heartbeats),
-    ]),
-  );
+const heartbeatsOf = (prefix: string) => storedHeartbeats(gw.mesh.db, prefix);
 
 test(
   'NATS killed and started again while news flows: every heartbeat is stored',

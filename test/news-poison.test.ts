@@ -1,11 +1,10 @@
-import { Writable } from 'node:stream';
 import { sql } from 'kysely';
-import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
 import { judgeNews } from '../src/services/news/wire.js';
 import { anAgent, eventually } from './fixtures/live.js';
+import { logInto } from './fixtures/log.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -15,13 +14,7 @@ const logged: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   env = await testEnv('poison');
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line) logged.push(JSON.parse(line));
-      done();
-    },
-  });
-  gw = await startGateway(loadConfig(env.env), { logger: pino({ level: 'warn' }, sink) });
+  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'warn') });
   agent = await anAgent();
 });
 afterAll(async () => {

@@ -2,16 +2,16 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
 import { publishComposition } from '../src/services/status/feed.js';
 import { openStore } from '../src/store/db.js';
+import { natsCall as callOverNats } from './fixtures/calls.js';
 import { aComposition } from './fixtures/compositions.js';
 import { anAgent, eventually } from './fixtures/live.js';
+import { logInto } from './fixtures/log.js';
 import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 // What an operator sees must be true: status follows time, reads do not evict the audit trail,
@@ -34,10 +34,7 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const natsCall = async (verb: string, body: unknown = {}) => {
-  const reply = await nc.request(`${env.subjects}.seat.${env.controller}.${verb}.poller`, JSON.stringify(body), { timeout: 5_000 });
-  return { body: reply.json<any>(), callId: reply.headers?.get('Mesh-Call') };
-};
+const natsCall = (verb: string, body: unknown = {}) => callOverNats(nc, env, verb, body, { user: 'poller', timeoutMs: 5_000 });
 
 const stateIn = (machine: string) => gateway.mesh.status.current()?.machines.find((m) => m.name === machine)?.state;
 
@@ -49,7 +46,10 @@ test('a machine that falls silent turns LATE, then SILENT, in status within a se
   await eventually(() => stateIn('quiet-1') === 'UP', 'quiet-1 UP in status');
   // LATE past 1.5 intervals (0.6 s), SILENT past 6 (2.4 s); the minute's composition is far off.
   await eventually(() => stateIn('quiet-1') === 'LATE', 'quiet-1 LATE in status', 1.5 * HEARTBEAT_S * 1000 + 1_000);
+  // Not before the boundary either: the heartbeat was sent after `started`, so each state is seen at least that long after it.
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1.5 * HEARTBEAT_S * 1000);
   await eventually(() => stateIn('quiet-1') === 'SILENT', 'quiet-1 SILENT in status', 6 * HEARTBEAT_S * 1000 + 1_000 - (Date.now() - started));
+  expect(Date.now() - started).toBeGreaterThanOrEqual(6 * HEARTBEAT_S * 1000);
   expect(gateway.mesh.status.current()!.trigger).toContain('state-change');
 });
 
@@ -210,13 +210,7 @@ test('a second gateway on the same embedded store is refused with the folder and
 test("a client's bad input is logged at info without a stack; it is not a server fault", async () => {
   const own = await testEnv('logs');
   const logged: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line) logged.push(JSON.parse(line));
-      done();
-    },
-  });
-  const gw = await startGateway(loadConfig(own.env), { logger: pino({ level: 'info' }, sink) });
+  const gw = await startGateway(loadConfig(own.env), { logger: logInto(logged, 'info') });
   try {
     const response = await fetch(gw.url, {
       method: 'POST',

@@ -5,6 +5,7 @@ import type { ApplyMessage } from '../src/services/plans/rollout.js';
 import { defineSeat } from '../src/services/seats/define.js';
 import { anAgent, eventually, wsSubscribe } from './fixtures/live.js';
 import { HOLD_SEAT } from './fixtures/operations.js';
+import { everyApplyHeard } from './fixtures/plans.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 // Plans an operator can follow and finish: push refuses strangers, a plan says why it stopped
@@ -207,7 +208,7 @@ test('resumePlan refuses a plan that is not STOPPED', async () => {
     message: `plan ${plan.id} is OPEN: only a STOPPED plan can be resumed`,
   });
   expect(await mutate('resumePlan', `id: "plan-none", why: "no such plan"`)).toMatchObject({ __typename: 'NotFoundError' });
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await everyApplyHeard(gw, applies);
   expect(appliesOf(plan.id)).toHaveLength(1);
 });
 
@@ -219,7 +220,7 @@ test('a plan queued behind another opens and rolls out when that one ends DONE, 
   );
   const behind = pushed.data.push.data;
   expect(behind).toMatchObject({ state: 'QUEUED', openedAt: null });
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await everyApplyHeard(gw, applies);
   expect(appliesOf(behind.id)).toEqual([]);
 
   report(m.a1, ahead.id, 'q-1', true);

@@ -7,6 +7,7 @@ import type { ApplyMessage } from '../src/services/plans/rollout.js';
 import { startApplyTimeouts } from '../src/services/plans/timeouts.js';
 import { defineSeat } from '../src/services/seats/define.js';
 import { anAgent, eventually } from './fixtures/live.js';
+import { everyApplyHeard } from './fixtures/plans.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 // An apply that never reports fails after MESH_APPLY_TIMEOUT_S, here 1 s, and stops its plan.
@@ -60,10 +61,10 @@ test('an apply without a report past MESH_APPLY_TIMEOUT_S counts as failed and s
   });
 
   // A report arriving after the time-out changes nothing: the apply stays failed, tier 1 is never sent.
+  const ingested = gw.news.stats.ingested;
   agent.report(env.subjects, 't-a1', { plan: id, build: 't-1', ok: true });
-  await agent.nc.flush();
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  await gw.news.flush();
+  await eventually(() => gw.news.stats.ingested > ingested, 'the late report written');
+  await everyApplyHeard(gw, applies);
   const { data } = await gw.gql(`{ plans { ${PLAN} } }`);
   expect(data.plans.find((p: { id: string }) => p.id === id)).toEqual(stopped);
   expect(applies.filter((a) => a.plan === id).map((a) => a.tier)).toEqual([0]);
@@ -74,12 +75,18 @@ test('an apply without a report past MESH_APPLY_TIMEOUT_S counts as failed and s
 test('only the replica holding the serving lease sweeps timed-out applies', async () => {
   const store = await freshStore('plans_sweep_lease');
   let serving = false;
+  let leaseAsked = 0;
   const timeouts = startApplyTimeouts({
     db: store.db,
     logger: pino({ level: 'silent' }),
     events: new MeshEvents(),
     config: { bounds: { applySeconds: 0.05 } },
-    leases: { isServing: () => serving },
+    leases: {
+      isServing: () => {
+        leaseAsked++;
+        return serving;
+      },
+    },
   });
   try {
     await store.db.insertInto('seat').values({ name: 'svc' }).execute();
@@ -100,7 +107,9 @@ test('only the replica holding the serving lease sweeps timed-out applies', asyn
     await store.db.insertInto('plan_apply').values({ plan: 'plan-old', tier: 0, machine: 'm1', sent_at: hourAgo }).execute();
     const state = async () => (await store.db.selectFrom('plan').select(['state', 'stop_reason']).where('id', '=', 'plan-old').executeTakeFirstOrThrow()).state;
 
-    await new Promise((resolve) => setTimeout(resolve, 300)); // many sweep intervals of 12.5 ms
+    // Sweeps came due while not serving (each asked the lease): none may have touched the plan.
+    const asked = leaseAsked;
+    await eventually(() => leaseAsked >= asked + 5, 'five sweeps due while not serving');
     expect(await state()).toBe('OPEN');
     serving = true;
     await eventually(async () => (await state()) === 'STOPPED', 'the plan stopped once this replica serves');

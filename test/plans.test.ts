@@ -52,6 +52,15 @@ test('push plans one tier per site of the seat’s holders, in name order, and o
       ['acted', 'push'],
     ]),
   );
+  // One transaction, one announcement: the push has started its rollout (the first tier's applies
+  // are written) by the time it answers, and told the replica of the change once.
+  expect(events.filter(([event, id]) => event === 'plan-changed' && id === plan.id)).toHaveLength(1);
+  expect(events.filter(([event, id]) => event === 'plan-opened' && id === plan.id)).toHaveLength(1);
+  const applies = await gateway.mesh.db.selectFrom('plan_apply').select(['machine', 'tier']).where('plan', '=', plan.id).orderBy('machine').execute();
+  expect(applies).toEqual([
+    { machine: 'p-b', tier: 0 },
+    { machine: 'p-c', tier: 0 },
+  ]);
 });
 
 test('a plan pushed behind another waits QUEUED until that one is CLOSED, then opens', async () => {

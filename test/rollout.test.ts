@@ -5,6 +5,7 @@ import { closePlan, push } from '../src/services/plans/plans.js';
 import type { ApplyMessage } from '../src/services/plans/rollout.js';
 import { defineSeat } from '../src/services/seats/define.js';
 import { anAgent, eventually } from './fixtures/live.js';
+import { everyApplyHeard } from './fixtures/plans.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -50,7 +51,14 @@ const durations = (kind: 'apply' | 'plan_tier', plan: string) =>
 const appliesOf = (plan: string) => applies.filter((a) => a.plan === plan);
 const report = (machine: string, plan: string, build: string, ok: boolean, detail?: string) => agent.report(env.subjects, machine, { plan, build, ok, detail });
 
+/** Waits until the gateway has written `count` news since `ingestedBefore`, then until every apply it published since is heard. */
+async function everyApplyHeardAfter(ingestedBefore: number, count: number): Promise<void> {
+  await eventually(() => gw.news.stats.ingested >= ingestedBefore + count, `${count} reports written`);
+  await everyApplyHeard(gw, applies);
+}
+
 test('a plan rolls out tier by tier: each tier applied once the one before reported ok, then DONE, with apply and tier durations', async () => {
+  const started = Date.now();
   const plan = await push(gw.mesh, { seat, build: 'build-7' });
   const first = await eventually(() => appliesOf(plan.id)[0], 'the first tier applied');
   expect(first).toEqual({ plan: plan.id, tier: 0, build: 'build-7', machines: [machines.a1, machines.a2] });
@@ -74,7 +82,12 @@ test('a plan rolls out tier by tier: each tier applied once the one before repor
     `${plan.id}/${machines.b1}`,
   ]);
   expect((await durations('plan_tier', plan.id)).map((d) => d.subject)).toEqual([`${plan.id}/0`, `${plan.id}/1`]);
-  for (const d of await durations('apply', plan.id)) expect(d.seconds).toBeGreaterThanOrEqual(0);
+  // Each is measured in seconds between the apply sent and its report: never negative, never more than the test took.
+  const tookSeconds = (Date.now() - started) / 1000;
+  for (const d of [...(await durations('apply', plan.id)), ...(await durations('plan_tier', plan.id))]) {
+    expect(d.seconds).toBeGreaterThanOrEqual(0);
+    expect(d.seconds).toBeLessThanOrEqual(tookSeconds);
+  }
   const rows = await gw.mesh.db.selectFrom('plan_apply').select(['machine', 'tier', 'ok', 'detail']).where('plan', '=', plan.id).orderBy('machine').execute();
   expect(rows).toEqual([
     { machine: machines.a1, tier: 0, ok: true, detail: null },
@@ -88,9 +101,10 @@ test('a failed report stops the plan: the next tier is never applied', async () 
   await eventually(() => appliesOf(plan.id)[0], 'the first tier applied');
   report(machines.a1, plan.id, 'build-8', false, 'disk full');
   await eventually(async () => (await planRow(plan.id)).state === 'STOPPED', 'the plan STOPPED');
+  const ingested = gw.news.stats.ingested;
   report(machines.a2, plan.id, 'build-8', true);
-  await eventually(async () => (await durations('apply', plan.id)).length === 2, "a2's apply duration, still recorded");
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await everyApplyHeardAfter(ingested, 1);
+  expect(await durations('apply', plan.id), "a2's apply duration, still recorded").toHaveLength(2);
   expect(appliesOf(plan.id)).toHaveLength(1);
   expect((await planRow(plan.id)).state).toBe('STOPPED');
   expect(await durations('plan_tier', plan.id)).toEqual([]);
@@ -108,14 +122,15 @@ test('a second report, a report of another build or of a machine the plan did no
   await eventually(() => appliesOf(plan.id)[0], 'the first tier applied');
   report(machines.a1, plan.id, 'build-9', true);
   await eventually(async () => (await durations('apply', plan.id)).length === 1, "a1's report");
+  const ingested = gw.news.stats.ingested;
   report(machines.a1, plan.id, 'build-9', false, 'a second report');
   report(machines.a2, plan.id, 'build-OLD', false, 'another build');
   report(machines.b1, plan.id, 'build-9', false, 'not sent yet');
   report(machines.a2, 'plan-nope', 'build-9', false);
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  await gw.news.flush();
+  await everyApplyHeardAfter(ingested, 4);
   expect((await planRow(plan.id)).state).toBe('OPEN');
   expect(await durations('apply', plan.id)).toHaveLength(1);
+  expect(appliesOf(plan.id)).toHaveLength(1);
   const a1 = await gw.mesh.db.selectFrom('plan_apply').select('ok').where('plan', '=', plan.id).where('machine', '=', machines.a1).executeTakeFirstOrThrow();
   expect(a1.ok).toBe(true);
 });
@@ -125,7 +140,7 @@ test('a plan queued behind another is applied when that one closes', async () =>
   await eventually(() => appliesOf(ahead.id)[0], 'the plan ahead applied');
   const behind = await push(gw.mesh, { seat, build: 'build-11', behind: ahead.id, tiers: [[machines.b1], [machines.a1]] });
   expect(behind.state).toBe('QUEUED');
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await everyApplyHeard(gw, applies);
   expect(appliesOf(behind.id)).toEqual([]);
   await closePlan(gw.mesh, ahead.id);
   const first = await eventually(() => appliesOf(behind.id)[0], 'the queued plan applied');

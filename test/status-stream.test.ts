@@ -123,6 +123,7 @@ test('a missing delta makes a replica ask for a snapshot; it never holds a wrong
   await publish((c = oneMachineChanged(c, 105)), 'resync');
   await eventually(() => replica.current()?.seq === 105, 'the replica to take the snapshot');
   expect(replica.current()).toEqual(serving.current());
+  expect(seen.length).toBeGreaterThan(0);
   for (const composition of seen) expect(composition).toEqual(published.get(composition.seq));
   // After the snapshot, deltas apply again.
   await publish((c = oneMachineChanged(c, 106)));

@@ -130,7 +130,9 @@ test('1,000 news messages in a burst make a handful of compositions, not 1,000',
   const before = gw.composer.stats.compositions;
   for (let i = 0; i < 1000; i++) agent.heartbeat(env.subjects, `burst-${i}`, { site: `site-${i % 5}`, modules: ['broker'] });
   await eventually(() => latest().machines.filter((m) => m.name.startsWith('burst-')).length === 1000, 'a composition with all 1,000 machines', 20_000);
-  await new Promise((resolve) => setTimeout(resolve, 2 * COMPOSE_MIN_GAP_MS));
+  // A sentinel sent after the burst: once it is composed, so is every composition the burst asked for.
+  agent.heartbeat(env.subjects, 'burst-sentinel', { site: 'site-0', modules: ['broker'] });
+  await eventually(() => latest().machines.some((m) => m.name === 'burst-sentinel'), 'the sentinel after the burst composed', 20_000);
   unsubscribe();
   const made = gw.composer.stats.compositions - before;
   expect(made).toBeGreaterThanOrEqual(1);

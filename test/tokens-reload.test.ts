@@ -2,9 +2,12 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { type Client, createClient } from 'graphql-ws';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import WebSocket from 'ws';
+import { loadConfig } from '../src/config.js';
+import { type Gateway, startGateway } from '../src/gateway.js';
 import { hashToken, TOKENS_POLL_MS } from '../src/services/access/tokens.js';
 import { eventually } from './fixtures/live.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, type TokenFixture, testEnv } from './fixtures/services.js';
+import { type LogLine, logInto } from './fixtures/log.js';
+import { aTokensFile, type TestEnv, type TokenFixture, testEnv } from './fixtures/services.js';
 
 // Tokens are re-read when MESH_TOKENS_FILE changes; a revoked token's sockets close 4403.
 
@@ -13,7 +16,8 @@ const B: TokenFixture = { name: 'wall-b', scopes: ['read'], token: 'token-b-for-
 const C: TokenFixture = { name: 'operator-c', scopes: ['read', 'act'], token: 'token-c-for-reload' };
 
 let env: TestEnv;
-let gw: TestGateway;
+let gw: Gateway;
+const logged: LogLine[] = [];
 let tokens: ReturnType<typeof aTokensFile>;
 const clients: Client[] = [];
 
@@ -58,7 +62,8 @@ async function subscribe(token: string) {
 beforeAll(async () => {
   env = await testEnv('reload');
   tokens = aTokensFile([A, B, C]);
-  gw = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path });
+  // A gateway of our own, so its log shows each reading of the tokens file.
+  gw = await startGateway(loadConfig({ ...env.env, MESH_TOKENS_FILE: tokens.path }), { logger: logInto(logged, 'info') });
 }, 60_000);
 afterAll(async () => {
   for (const client of clients) await client.dispose();
@@ -94,8 +99,10 @@ test('a token whose scopes shrank loses its sockets (4403) and keeps the scopes 
 
 test('a tokens file that no longer parses keeps the tokens last read', async () => {
   const b = await subscribe(B.token);
+  const refusals = () => logged.filter((line) => line.msg === 'the tokens file does not parse: keeping the tokens last read').length;
+  const refusedBefore = refusals();
   replaceTokens('{"tokens": [ not json');
-  await new Promise((resolve) => setTimeout(resolve, TOKENS_POLL_MS * 3));
+  await eventually(() => refusals() > refusedBefore, 'the broken tokens file read and refused', TOKENS_POLL_MS * 5);
   expect(await statusOf(B.token)).toBe(200);
   expect(await statusOf(A.token)).toBe(401);
   expect(b.closedWith).toBeUndefined();

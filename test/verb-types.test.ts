@@ -2,8 +2,9 @@ import { expect, expectTypeOf, test } from 'vitest';
 import { type ArgsOf, actingVerb } from '../src/services/calls/verb.js';
 import type { pushVerb } from '../src/services/plans/verbs.js';
 
-// These assertions are checked by `tsc` (npm test type-checks test/ first): an `@ts-expect-error`
-// that no longer errors fails the type-check, so the verb typing cannot silently loosen.
+// These assertions are type-checked by vitest itself (vitest.config.ts `typecheck`, over
+// tsconfig.types.json) as well as by `tsc`: an `expectTypeOf` that no longer holds, or an
+// `@ts-expect-error` that no longer errors, fails `vitest run`, so the verb typing cannot silently loosen.
 
 test("a verb handler's arguments are typed from the verb's declaration", () => {
   type PushArgs = ArgsOf<(typeof pushVerb)['args']>;

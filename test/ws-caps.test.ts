@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { eventually } from './fixtures/live.js';
 import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 import { RawWsClient } from './fixtures/ws-client.js';
 
@@ -34,9 +35,15 @@ const open = async (token: string) => {
   clients.push(client);
   return client;
 };
+/** Open WebSockets as the gateway counts them (its mesh_websockets gauge). */
+const socketsOpen = async () => {
+  const text = await (await fetch(`${new URL(gw.url).origin}/metrics`, { headers: { authorization: 'Bearer wall-token' } })).text();
+  return Number(/^mesh_websockets(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1]);
+};
 const closeAll = async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
-  await new Promise((resolve) => setTimeout(resolve, 100)); // the server hears the closes
+  // The server has heard every close (it drops a socket from its counts as it hears its close).
+  await eventually(async () => (await socketsOpen()) === 0, 'the server to hear every close');
 };
 
 const TICKS = 'subscription { ticks(count: 100000, everyMs: 50) }';
@@ -54,8 +61,8 @@ describe('operations per socket', () => {
     const seen = client.of('1').length;
     await client.until(() => client.of('1').length > seen, 5_000, 'the first going on');
     // Completing one makes room for another.
+    // The server reads a socket's messages in order and forgets an operation as it reads its complete.
     client.complete('2');
-    await new Promise((resolve) => setTimeout(resolve, 100));
     client.subscribe('5', TICKS);
     await client.until(() => client.of('5').length > 0, 5_000, 'the fifth running');
     expect(client.socket.readyState).toBe(client.socket.OPEN);

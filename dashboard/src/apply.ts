@@ -21,6 +21,7 @@ export function applyDelta(held: Status, delta: StatusDelta): Status {
     ...held,
     seq: delta.seq,
     composedAt: delta.composedAt,
+    heardUntil: delta.heardUntil,
     tookMs: delta.tookMs,
     trigger: delta.trigger,
     machines: applyList(held.machines, delta.machines, (m) => m.name),

@@ -156,7 +156,13 @@ export function renderHandActs(count: number, causes: RepeatedCause[], acts: Han
     );
 }
 
-/** The composition line of the header: seq, when composed, how long it took, and whether the page is behind. */
+/**
+ * The gateway is shown "behind by N s" past this lag of its news (composedAt − heardUntil): the
+ * mesh is shown as it was N s ago, not its machines late (BEHIND_SHOWN_S, docs/status.md).
+ */
+const BEHIND_SHOWN_MS = 5_000;
+
+/** The composition line of the header: seq, when composed, how long it took, and whether the page or the gateway is behind. */
 export function renderComposition(status: Status | undefined, behindAfterMs: number): void {
   const target = byId('composition');
   if (!status) return void (target.textContent = 'no composition yet');
@@ -165,4 +171,8 @@ export function renderComposition(status: Status | undefined, behindAfterMs: num
   target.dataset.seq = String(status.seq);
   target.classList.toggle('behind', age > behindAfterMs);
   if (age > behindAfterMs) target.textContent += ' · behind: no newer composition';
+  const lagMs = Date.parse(status.composedAt) - Date.parse(status.heardUntil ?? status.composedAt);
+  const lagging = lagMs > BEHIND_SHOWN_MS;
+  target.classList.toggle('lagging', lagging);
+  if (lagging) target.textContent += ` · behind by ${Math.round(lagMs / 1000)} s: news up to ${clock(status.heardUntil)} is written, machines shown as then`;
 }

@@ -11,11 +11,11 @@ export const STATUS_CHANGES = `subscription Dashboard($after: Int) {
   statusChanges(after: $after) {
     seq baseSeq
     full {
-      seq composedAt tookMs trigger callsRunning handActsThisWeek unheldSeats
+      seq composedAt heardUntil tookMs trigger callsRunning handActsThisWeek unheldSeats
       machines { ${MACHINE} } seats { ${SEAT} } plans { ${PLAN} } repeatedCauses { ${CAUSE} }
     }
     delta {
-      seq baseSeq composedAt tookMs trigger callsRunning handActsThisWeek
+      seq baseSeq composedAt heardUntil tookMs trigger callsRunning handActsThisWeek
       machines ${changes(MACHINE)}
       seats ${changes(SEAT)}
       plans ${changes(PLAN)}

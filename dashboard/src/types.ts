@@ -40,6 +40,8 @@ export interface RepeatedCause {
 export interface Status {
   seq: number;
   composedAt: string;
+  /** News is written up to this instant; states are judged at it (docs/status.md, "Behind"). */
+  heardUntil: string;
   tookMs: number;
   trigger: string;
   machines: MachineStatus[];
@@ -63,6 +65,7 @@ export interface StatusDelta {
   seq: number;
   baseSeq: number;
   composedAt: string;
+  heardUntil: string;
   tookMs: number;
   trigger: string;
   machines: ListChanges<MachineStatus>;

@@ -23,10 +23,13 @@ export const NEWS_STREAM_MAX_BYTES = 1024 * 1024 * 1024;
 export const NEWS_STREAM_MAX_AGE_MS = 24 * 3600 * 1000;
 /**
  * A message delivered to a replica and not acknowledged within this long is delivered again (to
- * any replica): long enough for the largest batch to be written, short enough that a replica
- * that died holding news hands it on within a minute.
+ * any replica): short, so that the news a replica held when it died or froze is written by another
+ * within seconds (until then it holds the watermark back: docs/status.md). A replica still writing
+ * a message tells the stream so (`working`) every NEWS_WORKING_EVERY_MS, however long its write takes.
  */
-export const NEWS_ACK_WAIT_MS = 30_000;
+export const NEWS_ACK_WAIT_MS = 3_000;
+/** A replica holding a message unwritten tells the stream it is working on it this often (a third of NEWS_ACK_WAIT_MS). */
+export const NEWS_WORKING_EVERY_MS = 1_000;
 /**
  * At most this many messages are delivered and not yet acknowledged, over all replicas: the
  * memory news in flight may take (as NEWS_PENDING_MAX was), the server holds the rest.

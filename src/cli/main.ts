@@ -1,13 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, Option } from 'commander';
 import { GatewayClient, Refused, Unreachable } from './client.js';
-import { callCommands } from './commands/calls.js';
-import { handActCommands } from './commands/hand-acts.js';
-import { machineCommands } from './commands/machines.js';
-import { planCommands } from './commands/plans.js';
-import { seatCommands } from './commands/seats.js';
-import { statusCommands } from './commands/status.js';
-import { tokenCommands } from './commands/token.js';
+import { registerCommands } from './commands.js';
 import type { CommandContext } from './context.js';
 
 /** meshctl's exit codes: what a script can branch on. */
@@ -52,13 +46,7 @@ export async function main(argv: string[]): Promise<number> {
       } else throw error;
     }
   };
-  statusCommands(program, run);
-  seatCommands(program, run);
-  machineCommands(program, run);
-  planCommands(program, run);
-  callCommands(program, run);
-  handActCommands(program, run);
-  tokenCommands(program, print, () => !!program.opts<{ json?: boolean }>().json);
+  registerCommands(program, run, print, () => !!program.opts<{ json?: boolean }>().json);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {

@@ -2,6 +2,7 @@ import { type DocumentNode, type ExecutionArgs, type ExecutionResult, execute as
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
+import { inSpanSync, ROOT_CONTEXT } from '../bus/trace-context.js';
 import type { Composition } from '../services/status/composition.js';
 import { diffCompositions, type StatusDelta } from '../services/status/delta.js';
 import { mergeDeltas } from '../services/status/delta-chain.js';
@@ -184,7 +185,7 @@ export class Fanout {
     this.fields = options.fields;
     this.feed = options.feed;
     this.last = options.feed.current();
-    this.unsubscribe = options.feed.subscribe((composition, delta) => this.publish(composition, delta));
+    this.unsubscribe = options.feed.subscribe((composition, delta) => this.traced(composition, () => this.publish(composition, delta)));
   }
 
   /** The live field an operation subscribes to, when it is a subscription of exactly one live root field. */
@@ -229,6 +230,16 @@ export class Fanout {
 
   drop(group: Group): void {
     if (this.groups.get(group.key) === group) this.groups.delete(group.key);
+  }
+
+  /** Delivery to the groups in a span of its own (their executions its children), when there are groups. */
+  private traced(composition: Composition, deliver: () => void): void {
+    if (this.groups.size === 0) {
+      deliver();
+      return;
+    }
+    const attributes = { 'mesh.status.seq': composition.seq, 'mesh.fanout.groups': this.groups.size };
+    inSpanSync('fanout delivery', { parent: ROOT_CONTEXT, attributes }, deliver);
   }
 
   private publish(composition: Composition, given?: StatusDelta): void {

@@ -8,10 +8,10 @@ import { verbMutation } from './verb-mutation.js';
 builder.queryFields((t) => ({
   machines: t.field({
     type: [MachineRef],
-    description: "Every machine, by name; of one `site` and in one `state` (judged as `Machine.state` is, at the request's instant) when given.",
+    description: 'Every machine, by name; of one `site` and in one `state` (judged as `Machine.state` is) when given.',
     args: { state: t.arg({ type: MachineStateEnum }), site: t.arg.string() },
     resolve: async (_root, args, ctx, info) => {
-      const state = args.state ? { is: args.state, now: ctx.now, heartbeatSeconds: ctx.mesh.config.heartbeatSeconds } : null;
+      const state = args.state ? { is: args.state, judging: ctx.judging } : null;
       const machines = await listMachines(ctx.mesh.db, { site: args.site, state });
       for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
       // Look-ahead: the holdings of every machine in one statement before the machines resolve.

@@ -1,6 +1,6 @@
 import type DataLoader from 'dataloader';
 import type { Caller } from '../services/access/caller.js';
-import type { Machine } from '../services/machines/machines.js';
+import type { Judging, Machine } from '../services/machines/machines.js';
 import type { Mesh } from '../services/mesh.js';
 import type { PlanApply } from '../services/plans/applies.js';
 import type { Holding } from '../services/seats/holdings.js';
@@ -26,6 +26,8 @@ export interface GatewayContext {
   mesh: Mesh;
   caller: Caller;
   loaders: Loaders;
-  /** The request's instant, so every state judged in one response is judged at one time. */
+  /** The request's instant. */
   now: Date;
+  /** What every machine's state in one response is judged against: how far news was written when the request came (`machineState`). */
+  judging: Judging;
 }

@@ -2,7 +2,7 @@ import { type Machine, machineState } from '../services/machines/machines.js';
 import { builder } from './builder.js';
 
 export const MachineStateEnum = builder.enumType('MachineState', {
-  description: 'UP; LATE past 1.5 expected heartbeat intervals; SILENT past 6.',
+  description: 'UP; LATE once news heard past 1.5 expected heartbeat intervals after its last beat is written with none of its own; SILENT past 6.',
   values: ['UP', 'LATE', 'SILENT'] as const,
 });
 
@@ -17,7 +17,8 @@ export const MachineRef = builder.objectRef<Machine>('Machine').implement({
     heartbeats: t.exposeInt('heartbeats'),
     state: t.field({
       type: MachineStateEnum,
-      resolve: (m, _args, ctx) => machineState(m.lastHeardAt, ctx.now, ctx.mesh.config.heartbeatSeconds),
+      description: 'Judged at how far news was written when the request came (`Status.heardUntil`), not at the wall clock.',
+      resolve: (m, _args, ctx) => machineState(m.lastHeardAt.getTime(), ctx.judging),
     }),
     modules: t.exposeStringList('modules', { description: 'The modules running on it.' }),
   }),

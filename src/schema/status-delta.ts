@@ -43,6 +43,11 @@ const StatusDeltaRef = builder.objectRef<StatusDelta>('StatusDelta').implement({
     seq: t.exposeInt('seq', { description: 'The composition this delta brings its holder to.' }),
     baseSeq: t.exposeInt('baseSeq', { description: 'The composition this delta applies to.' }),
     composedAt: t.field({ type: 'DateTime', resolve: (d) => d.composedAt }),
+    heardUntil: t.field({
+      type: 'DateTime',
+      description: '`Status.heardUntil` of the composition `seq`.',
+      resolve: (d) => d.heardUntil ?? d.composedAt,
+    }),
     tookMs: t.exposeFloat('tookMs'),
     trigger: t.exposeString('trigger'),
     machines: t.field({ type: MachineStatusChangesRef, resolve: (d) => d.machines }),

@@ -81,6 +81,12 @@ export const StatusRef = builder.objectRef<Composition>('Status').implement({
       resolve: (c) => c.controller ?? null,
     }),
     composedAt: t.field({ type: 'DateTime', resolve: (c) => c.composedAt }),
+    heardUntil: t.field({
+      type: 'DateTime',
+      description:
+        'News stored before this instant was written when the composition was made, and machines are judged UP, LATE or SILENT at it, not at the wall clock: a gateway behind on its news shows it here (compare with composedAt), never as machines going LATE. See docs/status.md.',
+      resolve: (c) => c.heardUntil ?? c.composedAt,
+    }),
     tookMs: t.exposeFloat('tookMs', { description: 'How long composing took, in milliseconds.' }),
     trigger: t.exposeString('trigger', {
       description:

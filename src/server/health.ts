@@ -6,6 +6,13 @@ import { COMPOSE_EVERY_MS } from '../services/status/composer.js';
 export const STORE_CHECK_TIMEOUT_MS = 1_000;
 /** A replica is ready while it heard a composition within this long: twice the minute tick, so one missed tick is not an outage. */
 export const COMPOSITION_STALE_MS = 2 * COMPOSE_EVERY_MS;
+/**
+ * A replica is ready while the news is written to within this long of now: past it the states it
+ * shows are judged that far back (docs/status.md, "Behind"). Every replica reads the same stream,
+ * so all of them pass or fail together: a balancer then keeps sending to all (it has no better
+ * one), and the failing check is what an operator is paged on.
+ */
+export const NEWS_LAG_READY_MAX_MS = 60_000;
 /** Store answers are reused this long, so a scraper and a balancer polling together send one `select 1`. */
 const STORE_CHECK_REUSE_MS = 1_000;
 
@@ -25,12 +32,14 @@ export interface Health {
   store(): Promise<Check>;
   nats(): Check;
   composition(): Check;
+  /** Whether the news is written to within NEWS_LAG_READY_MAX_MS of now. */
+  news(): Check;
   /** Every check by name. */
   checks(): Promise<Record<string, Check>>;
   stop(): void;
 }
 
-export function meshHealth(mesh: Pick<Mesh, 'db' | 'bus' | 'status'>): Health {
+export function meshHealth(mesh: Pick<Mesh, 'db' | 'bus' | 'status' | 'hearing'>): Health {
   const { nc } = mesh.bus;
   let natsConnected = !nc.isClosed();
   let natsChangedAt = Date.now();
@@ -91,8 +100,19 @@ export function meshHealth(mesh: Pick<Mesh, 'db' | 'bus' | 'status'>): Health {
         limitS: COMPOSITION_STALE_MS / 1000,
       };
     },
+    news() {
+      const lagMs = mesh.hearing.lagMs();
+      const heard = mesh.hearing.current();
+      return {
+        ok: lagMs <= NEWS_LAG_READY_MAX_MS,
+        lagS: Math.round(lagMs / 100) / 10,
+        pending: heard.pending,
+        heardUntil: new Date(heard.heardUntilMs).toISOString(),
+        limitS: NEWS_LAG_READY_MAX_MS / 1000,
+      };
+    },
     async checks() {
-      return { store: await health.store(), nats: health.nats(), composition: health.composition() };
+      return { store: await health.store(), nats: health.nats(), composition: health.composition(), news: health.news() };
     },
     stop() {
       unsubscribe();

@@ -24,11 +24,13 @@ import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { meshHealth } from './health.js';
 import { createMetrics, type MetricSources, type Metrics } from './metrics.js';
+import { operationMetrics } from './operation-metrics.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
 import { closeRevokedStreams } from './sse-revocation.js';
+import { useOperationTracing } from './tracing.js';
 
 /** Limits on what one operation may ask, so no query however deep or wide takes the process down. */
 export const QUERY_LIMITS = { depth: 12, aliases: 30, tokens: 5_000, cost: 50_000, directives: 50 };
@@ -135,10 +137,14 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       caller: caller ?? callerFor(request?.headers.get('authorization')),
       loaders: createLoaders(mesh),
       now: new Date(),
+      judging: { ...mesh.hearing.current(), heartbeatSeconds: mesh.config.heartbeatSeconds },
     }),
     plugins: [
+      // Outermost: an operation's span is active while every other plugin and the execution run.
+      useOperationTracing(),
       // First: the operation's name is noted before any plugin answers (the status cache does, early).
       log.plugin,
+      operationMetrics(metrics.registry, persisted.names),
       EnvelopArmorPlugin({
         maxDepth: { n: QUERY_LIMITS.depth },
         maxAliases: { n: QUERY_LIMITS.aliases },

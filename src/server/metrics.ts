@@ -18,7 +18,7 @@ const FAST_BUCKETS_S = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 
 /** The parts of the running gateway /metrics reads: each keeps its own counts, read at scrape time. */
 export interface MetricSources {
-  mesh: Pick<Mesh, 'status' | 'views' | 'leases' | 'config'>;
+  mesh: Pick<Mesh, 'status' | 'views' | 'leases' | 'config' | 'hearing'>;
   health: Health;
   /** The sockets, read at scrape time (the server is made after the metrics). */
   sockets(): WebSocketServer['clients'] | undefined;
@@ -168,6 +168,18 @@ export function createMetrics(sources: MetricSources): Metrics {
   readCounter(registry, 'mesh_status_query_cache_misses_total', 'status queries executed (then kept).', () => cache?.stats().misses);
   readGauge(registry, 'mesh_status_query_cache_bytes', 'Bytes of kept status answers.', () => cache?.stats().bytes);
 
+  readGauge(
+    registry,
+    'mesh_news_lag_seconds',
+    "How far the oldest news not yet written is behind this replica's clock; 0 when caught up. States are judged at the instant written up to (docs/status.md).",
+    () => mesh.hearing.lagMs() / 1000,
+  );
+  readGauge(
+    registry,
+    'mesh_news_pending',
+    'News messages stored in the news stream and not yet written: not yet delivered, or delivered and not acknowledged.',
+    () => mesh.hearing.current().pending,
+  );
   readCounter(registry, 'mesh_news_received_total', 'News messages received from the stream.', () => news?.received);
   readCounter(registry, 'mesh_news_ingested_total', 'News messages written to the store.', () => news?.ingested);
   readCounter(registry, 'mesh_news_malformed_total', 'News messages refused by the wire contract (acknowledged, dropped).', () => news?.malformed);

@@ -27,6 +27,8 @@ interface OperationParams {
 export interface PersistedOperations {
   readonly only: boolean;
   readonly size: number;
+  /** The names of the manifests' operations (meshctl's `Calls`, `Status`, …). */
+  readonly names: readonly string[];
   /**
    * The document to run for `params`: the manifest's for a hash (`documentId`, or Apollo's
    * `extensions.persistedQuery.sha256Hash`), else the raw `query` (only if it is in the manifest
@@ -41,6 +43,9 @@ function hashOf(query: string): string {
     .update(printExecutableGraphQLDocument(parse(query, { noLocation: true })))
     .digest('hex');
 }
+
+/** An operation's name in a printed document (codegen prints each operation as `query Name(`…). */
+const OPERATION_NAME = /\b(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/g;
 
 const bareHash = (id: string): string => id.replace(/^sha256:/, '').toLowerCase();
 
@@ -93,6 +98,7 @@ export function loadPersistedOperations(only: boolean, files = MANIFESTS.map((fi
   return {
     only,
     size: byHash.size,
+    names: [...new Set([...byHash.values()].flatMap((document) => [...document.matchAll(OPERATION_NAME)].map((m) => m[1]!)))],
     documentFor(params) {
       const persisted = params.extensions?.persistedQuery as { sha256Hash?: unknown } | undefined;
       const id = typeof params.documentId === 'string' ? params.documentId : typeof persisted?.sha256Hash === 'string' ? persisted.sha256Hash : undefined;

@@ -8,6 +8,7 @@ import type { Store } from '../store/db.js';
 import type { CallSummary } from './calls/records.js';
 import type { MeshEvents } from './events.js';
 import type { HandAct } from './hand-acts/hand-acts.js';
+import type { NewsHearing } from './news/hearing.js';
 import type { Leases } from './replicas/leases.js';
 import type { Catalogue } from './seats/catalogue.js';
 import type { RunningStatusFeed } from './status/feed.js';
@@ -32,6 +33,8 @@ export interface Mesh {
   views: { calls: KvView<CallSummary>; handActs: KvView<HandAct> };
   /** This replica's lease, and whether it holds the serving lease. */
   leases: Leases;
+  /** How far the news is written (the news stream's watermark): the instant machines' states are judged at. */
+  hearing: NewsHearing;
   /** The last status composition this replica heard, and each new one as it comes. */
   status: RunningStatusFeed;
 }

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Kysely, type LogEvent, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { isStoreUnavailable } from '../kernel/errors.js';
@@ -26,9 +27,32 @@ export interface StoreOptions {
 pg.types.setTypeParser(20, (v) => Number(v));
 pg.types.setTypeParser(1700, (v) => Number(v));
 
+/** Statement text a span keeps, at most (a batch insert of news is long). */
+const STATEMENT_TEXT_MAX = 2000;
+
+/**
+ * A span for one statement run inside a traced piece of work (a GraphQL operation, a verb call,
+ * a composition, a news batch), timed by Kysely's own measure as it logs it. Statements outside any
+ * (timers, views) make none. A no-op without an OpenTelemetry SDK (src/server/tracing.ts).
+ */
+function statementSpan(event: LogEvent, system: string): void {
+  if (!trace.getActiveSpan()?.isRecording()) return;
+  const end = performance.timeOrigin + performance.now();
+  const text = event.query.sql;
+  const operation = /^\s*\(?\s*(\w+)/.exec(text)?.[1]?.toLowerCase() ?? 'statement';
+  const span = trace.getTracer('mesh-gateway').startSpan(operation, {
+    kind: SpanKind.CLIENT,
+    startTime: end - event.queryDurationMillis,
+    attributes: { 'db.system.name': system, 'db.operation.name': operation, 'db.query.text': text.slice(0, STATEMENT_TEXT_MAX) },
+  });
+  if (event.level === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: String(event.error) });
+  span.end(end);
+}
+
 /** Opens the store: PostgreSQL when a URL is given, otherwise embedded PGlite on disk. */
 export async function openStore(options: StoreOptions): Promise<Store> {
   const log = (event: LogEvent) => {
+    statementSpan(event, options.databaseUrl ? 'postgresql' : 'pglite');
     if (event.level === 'query') options.onQuery?.(event.query.sql);
     else options.onError?.(event.error, event.query.sql);
   };

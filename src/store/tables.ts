@@ -81,7 +81,7 @@ export interface PlanTable {
   opened_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   tier_started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  /** Why the plan stopped (migrations/0002); null unless STOPPED. */
+  /** Why the plan stopped (migrations/0002_plan_stop_reason.ts); null unless STOPPED. */
   stop_reason: ColumnType<string | null, string | null | undefined, string | null>;
 }
 

@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
-import type { Composition } from '../../services/status/composition.js';
+import { BEHIND_SHOWN_S, behindSeconds, type Composition } from '../../services/status/composition.js';
 import type { StatusDelta } from '../../services/status/delta.js';
 import { applyDelta } from '../../services/status/delta.js';
 import { type CommandContext, type Runner, show } from '../context.js';
 import { StatusChangesDocument, StatusDocument, type StatusPartsFragment } from '../generated/graphql.js';
 import { col, table } from '../output.js';
 
-type Summary = Pick<StatusPartsFragment, 'seq' | 'composedAt' | 'machines' | 'unheldSeats' | 'plans' | 'callsRunning' | 'handActsThisWeek'>;
+type Summary = Pick<StatusPartsFragment, 'seq' | 'composedAt' | 'heardUntil' | 'machines' | 'unheldSeats' | 'plans' | 'callsRunning' | 'handActsThisWeek'>;
 
 /** A compact summary: machines by site and state, unheld seats, plans with tier progress. */
 function summary(status: Summary): string {
@@ -20,8 +20,10 @@ function summary(status: Summary): string {
   const rows = [...sites.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
   const total = status.machines.length;
   const plans = status.plans.map((p) => ({ ...p, progress: `tier ${p.tier + 1} of ${p.tiers.length}` }));
+  const behind = behindSeconds({ composedAt: String(status.composedAt), heardUntil: String(status.heardUntil) });
   return [
     `status ${status.seq} composed ${status.composedAt}: ${total} machines, ${status.callsRunning} calls running, ${status.handActsThisWeek} hand-acts this week`,
+    ...(behind > BEHIND_SHOWN_S ? [`behind by ${Math.round(behind)} s: news up to ${status.heardUntil} is written, machines shown as then`] : []),
     '',
     table(rows, [col('site', ([s]) => s), col('up', ([, c]) => c.UP), col('late', ([, c]) => c.LATE), col('silent', ([, c]) => c.SILENT)]),
     '',

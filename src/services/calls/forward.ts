@@ -2,6 +2,7 @@ import { headers, NoRespondersError, RequestError, TimeoutError } from '@nats-io
 import type { Logger } from 'pino';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { inSpan, natsSpanAttributes, SpanKind, traceHeaders } from '../../bus/trace-context.js';
 import { DomainError, Forbidden, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import { holdsNul, JSON_DEPTH_MAX, jsonTooDeep } from '../../kernel/values.js';
@@ -176,7 +177,10 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
       // The controller's own verbs are sent on its named subject: the caller it forwards is then believed.
       const subject =
         name === mesh.config.controller ? mesh.subjects.seatVerbAs(name, verb.name, mesh.config.controller) : mesh.subjects.seatVerb(name, verb.name);
-      text = (await mesh.bus.nc.request(subject, JSON.stringify(args), { timeout, headers: h })).string();
+      // A client span, its traceparent in the request's headers: the holder's work joins the caller's trace.
+      text = await inSpan(`callVerb ${name}.${verb.name}`, { kind: SpanKind.CLIENT, attributes: natsSpanAttributes(subject, call.id) }, async () =>
+        (await mesh.bus.nc.request(subject, JSON.stringify(args), { timeout, headers: traceHeaders(h) })).string(),
+      );
       break;
     } catch (error) {
       failure ??= error;

@@ -1,4 +1,5 @@
 import { headers, type Msg, type Subscription } from '@nats-io/transport-node';
+import { inSpan, messageContext, natsSpanAttributes, SpanKind } from '../../bus/trace-context.js';
 import { type DomainError, Forbidden, Invalid, NotFound } from '../../kernel/errors.js';
 import { ID_PATTERN } from '../../kernel/ids.js';
 import { isName } from '../../kernel/names.js';
@@ -234,7 +235,10 @@ export function startResponder(mesh: Mesh, users: NatsUsers): Responder {
       return refuseBusy(msg);
     }
     inFlight++;
-    const done: Promise<void> = handle(mesh, users, msg, refused)
+    // A server span in the trace the request's traceparent names (an agent's), or a new trace.
+    const { verb } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, msg.subject);
+    const traced = { kind: SpanKind.SERVER, parent: messageContext(msg.headers), attributes: natsSpanAttributes(msg.subject) };
+    const done: Promise<void> = inSpan(`controller ${verb.slice(0, 100)}`, traced, () => handle(mesh, users, msg, refused))
       .catch((error) => mesh.logger.error({ err: error, subject: msg.subject }, 'controller verb request failed'))
       .finally(() => {
         inFlight--;

@@ -198,5 +198,5 @@ export function repeatedCauses(mesh: HandActLog, since: Date = new Date(Date.now
   return [...byCause.values()].filter((c) => c.count > 1).sort((a, b) => b.count - a.count || (a.lastAt < b.lastAt ? 1 : -1));
 }
 
-/** How many hand-acts the last seven days hold (status shows it). */
-export const countHandActsThisWeek = (mesh: HandActLog, now = Date.now()): number => within(mesh, { since: new Date(now - HAND_ACT_WEEK_MS) }).length;
+/** How many hand-acts were recorded since `since`, by default the last seven days (status shows the week's). */
+export const countHandActsSince = (mesh: HandActLog, since: Date = new Date(Date.now() - HAND_ACT_WEEK_MS)): number => within(mesh, { since }).length;

@@ -20,23 +20,69 @@ export interface Machine {
   modules: string[];
 }
 
-/** UP, LATE or SILENT by the age of the last heartbeat against the expected interval. */
-export function machineState(lastHeardAt: Date, now: Date, heartbeatSeconds: number): MachineState {
-  const age = (now.getTime() - lastHeardAt.getTime()) / 1000;
-  if (age > SILENT_AFTER_INTERVALS * heartbeatSeconds) return 'SILENT';
-  if (age > LATE_AFTER_INTERVALS * heartbeatSeconds) return 'LATE';
+/**
+ * A time the gateway could not hear the mesh (its NATS connection was down: a NATS server
+ * restarting, a network cut): beats sent then may be lost, so it does not count as silence.
+ */
+export interface DeafSpan {
+  fromMs: number;
+  toMs: number;
+}
+
+/**
+ * What a machine's state is judged against: `heardUntilMs`, the instant up to which all news is
+ * written (the news stream's watermark, src/services/news/hearing.ts), never the wall clock, and
+ * the spans the gateway could not hear. A gateway behind on its news judges at the instant it has
+ * heard up to, so its own lag never shows as the mesh's silence (docs/status.md).
+ */
+export interface Judging {
+  heardUntilMs: number;
+  heartbeatSeconds: number;
+  /** Oldest first; empty or absent when the gateway heard throughout. */
+  deaf?: readonly DeafSpan[];
+}
+
+/**
+ * The heard instant a machine last heard at `lastHeardMs` has been silent `thresholdMs` for. A
+ * deaf span that began before that does not count, and the machine gets a whole LATE threshold
+ * after it ends (as Kubernetes measures grace from when it observed a node again): a beat lost
+ * while the gateway could not hear is not the machine's silence.
+ */
+function silentFor(lastHeardMs: number, thresholdMs: number, judging: Judging): number {
+  let at = lastHeardMs + thresholdMs;
+  const graceMs = LATE_AFTER_INTERVALS * judging.heartbeatSeconds * 1000;
+  for (const span of judging.deaf ?? []) {
+    if (span.toMs <= lastHeardMs) continue;
+    if (span.fromMs >= at) break;
+    at = Math.max(at + (span.toMs - Math.max(span.fromMs, lastHeardMs)), span.toMs + graceMs);
+  }
+  return at;
+}
+
+/**
+ * The one UP / LATE / SILENT rule: LATE once news heard past LATE_AFTER_INTERVALS expected beats
+ * after its last one is written and none of it was the machine's, SILENT past SILENT_AFTER_INTERVALS;
+ * time the gateway could not hear does not count (`silentFor`). Every reader of state uses it:
+ * compositions, `Machine.state`, `machines(state:)`, the crossing timer.
+ */
+export function machineState(lastHeardMs: number, judging: Judging): MachineState {
+  const hb = judging.heartbeatSeconds * 1000;
+  if (judging.heardUntilMs > silentFor(lastHeardMs, SILENT_AFTER_INTERVALS * hb, judging)) return 'SILENT';
+  if (judging.heardUntilMs > silentFor(lastHeardMs, LATE_AFTER_INTERVALS * hb, judging)) return 'LATE';
   return 'UP';
 }
 
 /**
- * When a machine last heard at `lastHeardAt` next changes state by age alone (UP → LATE, LATE →
- * SILENT), or undefined once it is SILENT.
+ * The heard instant at which a machine last heard at `lastHeardMs` next changes state by age alone
+ * (UP → LATE, LATE → SILENT), or undefined once it is SILENT. Its state changes once news heard up
+ * to that instant is written, not when the wall clock passes it.
  */
-export function nextStateChangeAt(lastHeardAt: Date, now: Date, heartbeatSeconds: number): Date | undefined {
-  const late = lastHeardAt.getTime() + LATE_AFTER_INTERVALS * heartbeatSeconds * 1000;
-  if (now.getTime() <= late) return new Date(late);
-  const silent = lastHeardAt.getTime() + SILENT_AFTER_INTERVALS * heartbeatSeconds * 1000;
-  return now.getTime() <= silent ? new Date(silent) : undefined;
+export function nextStateChangeMs(lastHeardMs: number, judging: Judging): number | undefined {
+  const hb = judging.heartbeatSeconds * 1000;
+  const late = silentFor(lastHeardMs, LATE_AFTER_INTERVALS * hb, judging);
+  if (judging.heardUntilMs <= late) return late;
+  const silent = silentFor(lastHeardMs, SILENT_AFTER_INTERVALS * hb, judging);
+  return judging.heardUntilMs <= silent ? silent : undefined;
 }
 
 // Instants come as epoch milliseconds: a number per row instead of a timestamp text that the
@@ -65,8 +111,8 @@ const toMachine = (row: MachineRow): Machine => ({
 
 export interface MachineFilter {
   site?: string | null;
-  /** Only machines in this state, judged at `now` against the expected heartbeat interval, as `machineState` judges. */
-  state?: { is: MachineState; now: Date; heartbeatSeconds: number } | null;
+  /** Only machines in this state, as `machineState` judges them. */
+  state?: { is: MachineState; judging: Judging } | null;
 }
 
 /** Every machine, by name; of one site and in one state when asked. One statement. */
@@ -75,7 +121,7 @@ export async function listMachines(db: Db, filter: MachineFilter = {}): Promise<
   if (filter.site != null) query = query.where('m.site', '=', checkName(filter.site, 'site'));
   const machines = (await query.execute()).map(toMachine);
   const state = filter.state;
-  return state ? machines.filter((m) => machineState(m.lastHeardAt, state.now, state.heartbeatSeconds) === state.is) : machines;
+  return state ? machines.filter((m) => machineState(m.lastHeardAt.getTime(), state.judging) === state.is) : machines;
 }
 
 /** The machines named, in the order asked; undefined where none has that name. One statement. */

@@ -1,6 +1,8 @@
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { NEWS_WORKING_EVERY_MS } from '../../bus/news-stream.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { inBatchSpan } from '../../bus/trace-context.js';
 import { isStoreUnavailable } from '../../kernel/errors.js';
 import { STORE_WAIT_FIRST_MS, STORE_WAIT_MAX_MS, type Store } from '../../store/db.js';
 import { type Duration, heartbeatGaps, recordDurations } from '../durations/durations.js';
@@ -22,7 +24,17 @@ export const NEWS_BATCH_MS = 5;
 export const NEWS_BATCH_MAX = 100_000;
 /** News waiting to be written is bounded: at this many, no more is pulled from the stream until a batch is written. */
 export const NEWS_PENDING_MAX = 200_000;
-/** One pull from the news stream asks for at most this many messages (STACK.md's measured figure). */
+/**
+ * A replica holds (pulled and not yet written) at most about this long of the news it writes: what
+ * it cannot write in that time stays in the stream, where another replica can pull it, and a
+ * replica that dies or freezes holds back no more than this of the mesh (docs/status.md).
+ */
+export const NEWS_HELD_MS = 1_000;
+/** ...but never fewer than this many messages, so a quiet start is not throttled. */
+export const NEWS_HELD_MIN = 1_000;
+/** The rate news is written at is measured over this window, for NEWS_HELD_MS. */
+const NEWS_RATE_WINDOW_MS = 2_000;
+/** One pull from the news stream asks for at most this many messages (the fetch size measured when the stack was chosen; docs/status.md, "The consumer"). */
 export const NEWS_FETCH_MAX = 10_000;
 /**
  * A pull waits this long for messages before the next is asked. Its idle heartbeat is half of it:
@@ -202,6 +214,27 @@ function malformedLog(logger: Logger): { note(sample: MalformedSample): void; dr
 interface Held {
   news: Judged;
   msg: JsMsg;
+  /** When it was pulled, or last told to the stream as being worked on (Date.now()). */
+  touchedAt: number;
+}
+
+/** Messages written over the last NEWS_RATE_WINDOW_MS: how much news is about NEWS_HELD_MS of it. */
+function writtenRate(): { add(n: number): void; perMs(): number } {
+  let windowStart = Date.now();
+  let inWindow = 0;
+  let lastRate = 0;
+  return {
+    add(n) {
+      const now = Date.now();
+      if (now - windowStart >= NEWS_RATE_WINDOW_MS) {
+        lastRate = inWindow / (now - windowStart);
+        windowStart = now;
+        inWindow = 0;
+      }
+      inWindow += n;
+    },
+    perMs: () => Math.max(lastRate, inWindow / Math.max(1, Date.now() - windowStart)),
+  };
 }
 
 /**
@@ -216,6 +249,11 @@ interface Held {
 export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetch'>): NewsIngest {
   const stats: NewsStats = { received: 0, ingested: 0, malformed: 0, poison: 0, redelivered: 0, batches: 0 };
   const pending: Held[] = [];
+  /** The batch being written. */
+  let inWrite: Held[] = [];
+  const rate = writtenRate();
+  /** How many messages this replica may hold: about NEWS_HELD_MS of what it writes. */
+  const heldMax = () => Math.min(NEWS_PENDING_MAX, Math.max(NEWS_HELD_MIN, Math.ceil(rate.perMs() * NEWS_HELD_MS)));
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | undefined;
   let idle: (() => void)[] = [];
@@ -282,6 +320,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
     }
     for (const held of batch) held.msg.ack();
     stats.ingested += batch.length;
+    rate.add(batch.length);
     backoff = STORE_WAIT_FIRST_MS;
   };
 
@@ -293,10 +332,16 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
       return;
     }
     stats.batches++;
-    writing = writeSplitting(batch)
+    inWrite = batch;
+    writing = inBatchSpan(
+      'news batch',
+      batch.map((h) => h.msg),
+      () => writeSplitting(batch),
+    )
       .catch((err) => mesh.logger.error({ err, messages: batch.length }, 'writing a batch of news failed'))
       .finally(() => {
         writing = undefined;
+        inWrite = [];
         wake(); // the puller may wait for room
         if (pending.length) schedule();
         else for (const resolve of idle.splice(0)) resolve();
@@ -314,7 +359,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
       malformed.note({ subject: msg.subject, reason: news.reason, bytes: msg.data.length });
       return;
     }
-    pending.push({ news, msg });
+    pending.push({ news, msg, touchedAt: Date.now() });
     schedule();
   };
 
@@ -325,9 +370,9 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
         await nap(paused);
         continue;
       }
-      const room = NEWS_PENDING_MAX - pending.length;
+      const room = heldMax() - pending.length - inWrite.length;
       if (room <= 0) {
-        await nap(NEWS_PULL_RETRY_MS);
+        await nap(NEWS_PULL_RETRY_MS); // woken as soon as a batch is written
         continue;
       }
       try {
@@ -345,6 +390,21 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
   };
   const pulling = pull();
 
+  // What is held longer than NEWS_WORKING_EVERY_MS is told to the stream as being worked on, so it
+  // is not delivered again to another replica while this one writes it (a slow store); a replica
+  // that froze or died stops telling, and its news goes to another after NEWS_ACK_WAIT_MS.
+  const working = setInterval(() => {
+    const due = Date.now() - NEWS_WORKING_EVERY_MS;
+    for (const list of [inWrite, pending]) {
+      for (const held of list) {
+        if (held.touchedAt > due) continue;
+        held.touchedAt = Date.now();
+        held.msg.working();
+      }
+    }
+  }, NEWS_WORKING_EVERY_MS);
+  working.unref();
+
   const flush = () =>
     new Promise<void>((resolve) => {
       malformed.drain();
@@ -361,6 +421,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
     flush,
     async stop() {
       stopped = true;
+      clearInterval(working);
       fetching?.stop();
       wake();
       await pulling;

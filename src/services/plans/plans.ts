@@ -6,7 +6,7 @@ import type { MeshEvents } from '../events.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import { seatByName } from '../seats/seats.js';
 import { newPlanId, type Plan, toPlan } from './plan.js';
-import { openRollouts, type RolloutMesh, releaseQueuedBehind } from './rollout.js';
+import { announceOpened, openRollouts, publishApplies, type RolloutMesh, releaseQueuedBehind, startTier } from './rollout.js';
 import { checkTierHolders, checkTiers, defaultTiers } from './tiers.js';
 
 export interface PushRequest {
@@ -37,14 +37,15 @@ async function announce(mesh: PlansMesh, changed: string[], opened: string[]): P
 /**
  * Creates a plan rolling `build` out to the seat (name or alias) in tiers: those given, else one
  * per site of the seat's holders. Pushed behind a plan not yet DONE or CLOSED it waits QUEUED; else it
- * is OPEN at once. Refuses a seat without holders, an unknown machine or plan, a malformed name,
- * a tier machine that does not hold the seat (Conflict).
+ * is OPEN at once, its rollout started in the same transaction (the first tier's plan_apply rows),
+ * the apply published after commit, and `plan-changed` announced once. Refuses a seat without
+ * holders, an unknown machine or plan, a malformed name, a tier machine that does not hold the seat (Conflict).
  */
 export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan> {
   checkName(request.seat, 'seat');
   checkName(request.build, 'build');
   if (request.behind != null) checkName(request.behind, 'behind');
-  const plan = await mesh.db.transaction().execute(async (tx) => {
+  const { plan, apply, opened } = await mesh.db.transaction().execute(async (tx) => {
     const seat = await seatByName(tx, mesh.catalogue, request.seat);
     let tiers: string[][];
     if (request.tiers != null) {
@@ -71,9 +72,16 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    return toPlan(row);
+    if (!open) return { plan: toPlan(row), apply: undefined, opened: [] };
+    const started = await startTier(tx, { id: row.id, build: row.build, tiers }, 0, new Date());
+    const current = await tx.selectFrom('plan').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
+    return { plan: toPlan(current), ...started };
   });
-  await announce(mesh, [plan.id], plan.state === 'OPEN' ? [plan.id] : []);
+  if (apply) publishApplies(mesh, [apply]);
+  mesh.events.emit('plan-changed', plan.id);
+  if (plan.state !== 'QUEUED') mesh.events.emit('plan-opened', plan.id);
+  // A plan whose every tier is empty is DONE at once: what it released opens (none yet, behind a new plan).
+  await announceOpened(mesh, opened);
   return plan;
 }
 

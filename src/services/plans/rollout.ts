@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { inSpanSync, natsSpanAttributes, SpanKind, traceHeaders } from '../../bus/trace-context.js';
 import { byName } from '../../kernel/names.js';
 import type { Store } from '../../store/db.js';
 import type { DB } from '../../store/tables.js';
@@ -115,7 +116,10 @@ export async function announceOpened(mesh: RolloutMesh, opened: readonly string[
 /** Publishes each apply on `<subjects>.plan.<id>.apply`; after commit. */
 export function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): void {
   for (const apply of applies) {
-    mesh.bus.nc.publish(mesh.subjects.planApply(apply.plan), JSON.stringify(apply));
+    const subject = mesh.subjects.planApply(apply.plan);
+    inSpanSync(`plan apply ${apply.plan}`, { kind: SpanKind.PRODUCER, attributes: natsSpanAttributes(subject) }, () =>
+      mesh.bus.nc.publish(subject, JSON.stringify(apply), { headers: traceHeaders() }),
+    );
     mesh.logger.info({ plan: apply.plan, tier: apply.tier, machines: apply.machines.length }, 'plan tier applied');
   }
 }

@@ -7,10 +7,20 @@ import { isLeaderless } from '../../bus/retry.js';
 import { abandonCall, type CallsMesh } from '../calls/records.js';
 import type { HandActLog } from '../hand-acts/hand-acts.js';
 
-/** A replica that stops refreshing loses its lease after this: "within seconds", as DESIGN.md asks. */
-export const LEASE_TTL_MS = 6_000;
-/** Each replica refreshes its lease (and the serving lease, when it holds it) this often: three tries per TTL. */
-export const LEASE_REFRESH_MS = 2_000;
+/**
+ * A replica that stops refreshing loses its lease after this: "within seconds", as DESIGN.md asks,
+ * and short enough that a replica taking over from a dead serving one composes within 5 s of its
+ * death (LEASE_TTL_MS + LEASE_REFRESH_MS).
+ */
+export const LEASE_TTL_MS = 4_000;
+/** Each replica refreshes its lease (and the serving lease, when it holds it) this often: four tries per TTL. */
+export const LEASE_REFRESH_MS = 1_000;
+/**
+ * A replica trusts that it serves for this long after it last renewed the serving lease, by its
+ * own monotonic clock: less than the TTL, so a replica frozen past its lease (a GC pause, a
+ * suspended VM) knows on waking that another may serve, before it publishes anything.
+ */
+export const SERVING_TRUSTED_MS = LEASE_TTL_MS - LEASE_REFRESH_MS;
 /** An expired lease entry is deleted once its replica's calls have had this long to be marked. */
 const LEASE_FORGET_AFTER_MS = 60_000;
 
@@ -131,6 +141,14 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
   const listeners = new Set<(serving: boolean) => void>();
   let serving = false;
   let stopped = false;
+  /** When the serving lease was last renewed (performance.now()). */
+  let servingRenewedAt = Number.NEGATIVE_INFINITY;
+  const trusted = () => performance.now() - servingRenewedAt < SERVING_TRUSTED_MS;
+  const tell = (now: boolean) => {
+    serving = now;
+    logger.info({ replica: me, serving }, serving ? 'serving lease taken' : 'serving lease lost');
+    for (const listener of listeners) listener(serving);
+  };
 
   const refresh = async () => {
     const lease = leaseOf(mesh, startedIso);
@@ -180,13 +198,17 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
   };
 
   const contend = async () => {
+    const askedAt = performance.now();
     const now = await acquireServing(mesh, startedIso);
-    if (now !== serving) {
-      serving = now;
-      logger.info({ replica: me, serving }, serving ? 'serving lease taken' : 'serving lease lost');
-      for (const listener of listeners) listener(serving);
-    }
+    if (now) servingRenewedAt = askedAt;
+    if (now !== serving) tell(now);
   };
+  // A lease not renewed in time (this process frozen, NATS slow) is let go here, not at the next
+  // refresh: the composer stops at once, and composes in full when it takes the lease again.
+  const watchdog = setInterval(() => {
+    if (serving && !trusted()) tell(false);
+  }, LEASE_REFRESH_MS / 4);
+  watchdog.unref();
 
   await refresh();
   await sweep();
@@ -213,7 +235,7 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
   };
 
   return {
-    isServing: () => serving,
+    isServing: () => serving && trusted(),
     continuousSince,
     onServingChange(listener) {
       listeners.add(listener);
@@ -224,6 +246,7 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
     async stop() {
       stopped = true;
       clearInterval(timer);
+      clearInterval(watchdog);
       await running;
       view.stop();
       if (serving) await releaseServing(mesh);

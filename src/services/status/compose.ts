@@ -2,7 +2,8 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import { byName } from '../../kernel/names.js';
 import type { DB } from '../../store/tables.js';
 import { type CallsMesh, countRunningCalls } from '../calls/records.js';
-import { countHandActsThisWeek, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
+import { countHandActsSince, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
+import type { DeafSpan, Judging } from '../machines/machines.js';
 import { readTiers } from '../plans/plan.js';
 import { listHoldings } from '../seats/holdings.js';
 import type { Composition, PlanStatus, RepeatedCauseStatus } from './composition.js';
@@ -20,7 +21,7 @@ export interface CompositionSources {
 export function meshSources(mesh: CallsMesh & HandActLog): CompositionSources {
   return {
     callsRunning: () => countRunningCalls(mesh),
-    handActsSince: (since) => ({ count: countHandActsThisWeek(mesh, since.getTime() + HAND_ACT_WEEK_MS), repeatedCauses: repeatedCauses(mesh, since) }),
+    handActsSince: (since) => ({ count: countHandActsSince(mesh, since), repeatedCauses: repeatedCauses(mesh, since) }),
   };
 }
 
@@ -55,8 +56,15 @@ export interface ComposeInput {
   trigger: string;
   heartbeatSeconds: number;
   sources: CompositionSources;
-  /** The instant states are judged at; now when absent (a test composes two ways at one instant). */
+  /** The instant the composition is made; now when absent (a test composes two ways at one instant). */
   now?: Date;
+  /**
+   * The instant news is written up to (src/services/news/hearing.ts), at which machines' states are
+   * judged; `now` when absent (a gateway without a news stream, a test).
+   */
+  heardUntil?: Date;
+  /** The spans the gateway could not hear (src/services/news/hearing.ts): not counted as machines' silence. */
+  deaf?: readonly DeafSpan[];
 }
 
 /**
@@ -103,6 +111,14 @@ export interface Composed {
   view: MeshView;
 }
 
+/** The instant states are judged at: what is heard, never past the composition's own instant. */
+const heardUntilMs = (input: ComposeInput, now: Date): number => Math.min(input.heardUntil?.getTime() ?? now.getTime(), now.getTime());
+const judgingOf = (input: ComposeInput, now: Date): Judging => ({
+  heardUntilMs: heardUntilMs(input, now),
+  heartbeatSeconds: input.heartbeatSeconds,
+  deaf: input.deaf,
+});
+
 /** The parts of a composition not kept in the view: open plans, calls and hand-acts, read again each time. */
 async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, started: number, plans?: PlanStatus[]): Promise<Composition> {
   const openNow = plans ?? (await openPlans(db));
@@ -115,7 +131,8 @@ async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, st
     composedAt: now.toISOString(),
     tookMs: Math.round((performance.now() - started) * 100) / 100,
     trigger: input.trigger,
-    machines: view.machines(now.getTime(), input.heartbeatSeconds),
+    heardUntil: new Date(heardUntilMs(input, now)).toISOString(),
+    machines: view.machines(judgingOf(input, now)),
     seats: seatStatuses,
     unheldSeats: seatStatuses.filter((s) => !s.held).map((s) => s.name),
     callsRunning,
@@ -173,7 +190,11 @@ export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Comp
 export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touched: readonly string[], input: ComposeInput): Promise<Composition> {
   const started = performance.now();
   const now = input.now ?? new Date();
-  const [rows, plans] = await Promise.all([touched.length ? touchedRows(db, touched) : [], openPlans(db)]);
-  view.replaceTouched(touched, rows);
+  // Machines about to be judged LATE or SILENT are read again too: news of them written since the
+  // view read them may not have been told to the composer yet (docs/status.md, "Judging silence").
+  const crossing = view.crossingBy(judgingOf(input, now));
+  const names = crossing.length ? [...new Set([...touched, ...crossing])] : touched;
+  const [rows, plans] = await Promise.all([names.length ? touchedRows(db, names) : [], openPlans(db)]);
+  view.replaceTouched(names, rows);
   return finish(db, view, input, now, started, plans);
 }

@@ -3,17 +3,20 @@ import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
+import { inSpan, ROOT_CONTEXT } from '../../bus/trace-context.js';
 import { isStoreUnavailable } from '../../kernel/errors.js';
 import type { Store } from '../../store/db.js';
 import type { CallsMesh } from '../calls/records.js';
 import type { MeshEvents } from '../events.js';
 import type { HandActLog } from '../hand-acts/hand-acts.js';
-import { nextStateChangeAt } from '../machines/machines.js';
+import { nextStateChangeMs } from '../machines/machines.js';
+import type { NewsHearing } from '../news/hearing.js';
 import type { Leases } from '../replicas/leases.js';
 import { type CompositionSources, meshSources } from './compose.js';
 import type { Composition, StatusFeed } from './composition.js';
 import { publishComposition } from './feed.js';
 import { type ComposeStep, composeStep, POKE_MACHINES_MAX, readPoke, type Step } from './step.js';
+import { ServingFenced } from './stream-publisher.js';
 
 /** At most one composition starts per this many ms (4 a second) however much news arrives. */
 export const COMPOSE_MIN_GAP_MS = 250;
@@ -28,25 +31,28 @@ export const POKE_GATHER_MS = 10;
  */
 export const COMPOSE_RETRY_MS = 2_000;
 
+/** While the news written is behind a machine's crossing that the clock has passed, the watermark is read this often. */
+export const CROSSING_RECHECK_MS = 100;
+
 /** A state boundary is asked for this long after it is crossed, so the composition sees the machine past it. */
 export const CROSSING_SLACK_MS = 5;
 
 /**
- * The earliest instant after a composition at which a machine of it changes state by heartbeat
+ * The earliest heard instant after a composition at which a machine of it changes state by heartbeat
  * age alone (UP → LATE, LATE → SILENT); undefined when none will. One pass over the machines.
  * The composer takes the same instant from its composing pass (`MeshView.crossingMs`), cheaper.
  */
 export function nextCrossing(composition: Composition, heartbeatSeconds: number): Date | undefined {
-  const now = new Date(composition.composedAt);
+  const judging = { heardUntilMs: Date.parse(composition.heardUntil ?? composition.composedAt), heartbeatSeconds };
   let earliest: number | undefined;
   for (const machine of composition.machines) {
-    const at = nextStateChangeAt(new Date(machine.lastHeardAt), now, heartbeatSeconds)?.getTime();
+    const at = nextStateChangeMs(Date.parse(machine.lastHeardAt), judging);
     if (at !== undefined && (earliest === undefined || at < earliest)) earliest = at;
   }
   return earliest === undefined ? undefined : new Date(earliest);
 }
 
-/** What the composer needs of the serving lease (src/services/leases.ts). */
+/** What the composer needs of the serving lease (src/services/replicas/leases.ts). */
 export type ServingLease = Pick<Leases, 'isServing' | 'onServingChange'>;
 
 /** What the composer needs of the mesh: the store, the bus and subjects, the leases bucket, the feed and lease of this replica. */
@@ -61,6 +67,8 @@ export type ComposerMesh = CallsMesh &
     events: MeshEvents;
     status: StatusFeed;
     leases: ServingLease;
+    /** How far the news is written: states are judged at it. Absent (a test's mesh): judged at the wall clock. */
+    hearing?: Pick<NewsHearing, 'refresh' | 'onRead'>;
   };
 
 export interface ComposerStats {
@@ -70,6 +78,8 @@ export interface ComposerStats {
   /** Of them, composed from the last one and the machines news named. */
   incremental: number;
   failures: number;
+  /** Compositions made and not published: this replica no longer served when they were done (docs/status.md). */
+  dropped: number;
   lastTookMs: number | undefined;
   lastSeq: number;
 }
@@ -115,8 +125,8 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   const feed = deps.feed ?? mesh.status;
   const lease = deps.lease ?? mesh.leases;
   const sources = deps.sources ?? meshSources(mesh);
-  const stats: ComposerStats = { compositions: 0, full: 0, incremental: 0, failures: 0, lastTookMs: undefined, lastSeq: 0 };
-  const step: ComposeStep = composeStep(mesh.db);
+  const stats: ComposerStats = { compositions: 0, full: 0, incremental: 0, failures: 0, dropped: 0, lastTookMs: undefined, lastSeq: 0 };
+  const step: ComposeStep = tracedCompositions(composeStep(mesh.db));
   const triggers = new Set<string>();
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -127,20 +137,41 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   let retry: NodeJS.Timeout | undefined;
 
   // A machine turns LATE or SILENT with time, not news: compose when the earliest one crosses
-  // (found while composing: a pass over 100,000 machines' ISO instants here costs ~200 ms).
+  // (found while composing: a pass over 100,000 machines' ISO instants here costs ~200 ms). The
+  // crossing is a heard instant: when the wall clock has passed it but the news written has not
+  // (this gateway is behind), the composition waits for the watermark to pass it, not the clock.
+  let crossingHeard: number | undefined;
   const awaitCrossing = () => {
     if (crossing) clearTimeout(crossing);
     crossing = undefined;
+    crossingHeard = undefined;
     const at = step.crossing();
     if (!at || stopped) return;
-    const wait = Math.max(0, at.getTime() - Date.now()) + CROSSING_SLACK_MS;
-    if (wait >= COMPOSE_EVERY_MS) return; // the minute's composition comes first
+    const wait = at.getTime() - Date.now();
+    if (wait < 0 && mesh.hearing) {
+      // Behind: the watermark is read again every CROSSING_RECHECK_MS until it passes the crossing.
+      crossingHeard = at.getTime();
+      crossing = setTimeout(function recheck() {
+        if (crossingHeard === undefined || stopped) return;
+        void mesh.hearing?.refresh();
+        crossing = setTimeout(recheck, CROSSING_RECHECK_MS);
+        crossing.unref();
+      }, CROSSING_RECHECK_MS);
+      crossing.unref();
+      return;
+    }
+    if (wait + CROSSING_SLACK_MS >= COMPOSE_EVERY_MS) return; // the minute's composition comes first
     crossing = setTimeout(() => {
       crossing = undefined;
       request('state-change');
-    }, wait);
+    }, Math.max(0, wait) + CROSSING_SLACK_MS);
     crossing.unref();
   };
+  const offHeard = mesh.hearing?.onRead((heard) => {
+    if (crossingHeard === undefined || heard.heardUntilMs < crossingHeard) return;
+    crossingHeard = undefined;
+    request('state-change');
+  });
 
   const run = () => {
     const trigger = [...triggers].join(',');
@@ -149,8 +180,9 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     lastStart = Date.now();
     composedOnce = true;
     let seq = 0;
-    inFlight = lastSeqKept(mesh)
-      .then((kept) => {
+    // The watermark is read before the store: every row read after it holds the news written up to it.
+    inFlight = Promise.all([lastSeqKept(mesh), mesh.hearing?.refresh()])
+      .then(([kept, heard]) => {
         seq = Math.max(stats.lastSeq, feed.current()?.seq ?? 0, kept) + 1;
         stats.lastSeq = seq;
         // The gap is kept between the instants compositions are composed at (their composedAt),
@@ -163,9 +195,19 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
           trigger,
           heartbeatSeconds: mesh.config.heartbeatSeconds,
           sources,
+          heardUntil: heard ? new Date(heard.heardUntilMs) : undefined,
+          deaf: heard?.deaf,
         });
       })
       .then(async (composition) => {
+        // A replica frozen while composing (a GC pause, a suspended VM) may have lost the lease
+        // meanwhile, and another composed past it: what it made then is stale, never published.
+        if (!lease.isServing() || (feed.current()?.seq ?? 0) >= seq) {
+          stats.dropped++;
+          step.forget();
+          mesh.logger.warn({ seq, trigger, replica: mesh.config.replica }, 'a composition made while this replica lost the serving lease is dropped');
+          return;
+        }
         stats.compositions++;
         stats[taken.full ? 'full' : 'incremental']++;
         stats.lastTookMs = composition.tookMs;
@@ -179,6 +221,14 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         mesh.logger.debug({ seq, trigger, tookMs: composition.tookMs, machines: composition.machines.length }, 'status composed');
       })
       .catch((err) => {
+        if (err instanceof ServingFenced) {
+          stats.dropped++;
+          step.forget();
+          return mesh.logger.warn(
+            { seq, trigger, replica: mesh.config.replica, err: err.message },
+            'a composition made while this replica lost the serving lease is dropped',
+          );
+        }
         stats.failures++;
         step.forget(); // the next composition is a full one
         if (!isStoreUnavailable(err)) return mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
@@ -288,6 +338,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       if (retry) clearTimeout(retry);
       if (pokeTimer) clearTimeout(pokeTimer);
       offLease();
+      offHeard?.();
       pokeSub.unsubscribe();
       mesh.events.off('news', onNews);
       mesh.events.off('acted', onActed);
@@ -295,4 +346,17 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       await inFlight;
     },
   };
+}
+
+/** The step with each composition in a span of its own, a trace of its own: many causes ask for one. */
+function tracedCompositions(step: ComposeStep): ComposeStep {
+  const compose = step.compose.bind(step);
+  return Object.assign(step, {
+    compose: (taken: Step, input: Parameters<ComposeStep['compose']>[1]) =>
+      inSpan(
+        'composition',
+        { parent: ROOT_CONTEXT, attributes: { 'mesh.status.seq': input.seq, 'mesh.status.trigger': input.trigger, 'mesh.status.full': taken.full } },
+        () => compose(taken, input),
+      ),
+  });
 }

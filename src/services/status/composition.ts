@@ -46,6 +46,17 @@ export interface RepeatedCauseStatus {
 }
 
 /**
+ * A gateway whose news is written to more than this far behind its composition
+ * (`composedAt − heardUntil`) is shown "behind by N s" by the dashboard and `meshctl status`
+ * (docs/status.md, "Behind"): the mesh as it was N s ago, not machines going LATE.
+ */
+export const BEHIND_SHOWN_S = 5;
+
+/** How far a composition's news was behind it, in seconds; 0 for one of an older gateway (no heardUntil). */
+export const behindSeconds = (c: Pick<Composition, 'composedAt' | 'heardUntil'>): number =>
+  c.heardUntil ? Math.max(0, (Date.parse(c.composedAt) - Date.parse(c.heardUntil)) / 1000) : 0;
+
+/**
  * The whole mesh at one instant: an immutable value, composed once by the serving replica,
  * published on `<subjects>.status` as JSON with exactly these field names (those of the GraphQL
  * `Status` type), and kept by every replica as its last composition. Instants are ISO strings so
@@ -56,6 +67,12 @@ export interface Composition {
   /** The controller (MESH_CONTROLLER) that composed it; absent from a composition of an older gateway. */
   controller?: string;
   composedAt: string;
+  /**
+   * News stored before this instant was written when the composition was made, and machines'
+   * states are judged at it (docs/status.md); absent from a composition of an older gateway, which
+   * judged at `composedAt`.
+   */
+  heardUntil?: string;
   tookMs: number;
   trigger: string;
   machines: MachineStatus[];

@@ -1,6 +1,6 @@
 import { Invalid } from '../../kernel/errors.js';
 import type { Composition } from './composition.js';
-import { applyListChanges, byCause, byId, byName, itself, type ListChanges, type StatusDelta } from './delta.js';
+import { applyListChanges, byCause, byId, itself, type ListChanges, nameOf, type StatusDelta } from './delta.js';
 
 /** The changes to one list over a chain of deltas, ending at the list `target` (the newest composition's). */
 function mergeLists<T>(chain: ListChanges<T>[], target: readonly T[], key: (item: T) => string): ListChanges<T> {
@@ -48,17 +48,18 @@ export function mergeDeltas(chain: readonly StatusDelta[], target: Composition):
     seq: target.seq,
     baseSeq: chain[0].baseSeq,
     composedAt: last.composedAt,
+    ...(last.heardUntil !== undefined && { heardUntil: last.heardUntil }),
     tookMs: last.tookMs,
     trigger: last.trigger,
     machines: mergeLists(
       chain.map((d) => d.machines),
       target.machines,
-      byName,
+      nameOf,
     ),
     seats: mergeLists(
       chain.map((d) => d.seats),
       target.seats,
-      byName,
+      nameOf,
     ),
     plans: mergeLists(
       chain.map((d) => d.plans),
@@ -118,17 +119,18 @@ export function replayDeltas(base: Composition, chain: readonly StatusDelta[]): 
     seq: last.seq,
     ...(base.controller !== undefined && { controller: base.controller }),
     composedAt: last.composedAt,
+    ...(last.heardUntil !== undefined && { heardUntil: last.heardUntil }),
     tookMs: last.tookMs,
     trigger: last.trigger,
     machines: replayList(
       base.machines,
       chain.map((d) => d.machines),
-      byName,
+      nameOf,
     ),
     seats: replayList(
       base.seats,
       chain.map((d) => d.seats),
-      byName,
+      nameOf,
     ),
     unheldSeats: replayList(
       base.unheldSeats,

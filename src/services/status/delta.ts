@@ -21,12 +21,14 @@ export interface ListChanges<T> {
 /**
  * What changed from the composition `baseSeq` to the composition `seq`. A list is keyed by machine
  * name, seat name, plan id, repeated cause, unheld seat name; a count is null when it did not
- * change. composedAt, tookMs and trigger describe the composition `seq` and are always present.
+ * change. composedAt, heardUntil, tookMs and trigger describe the composition `seq` and are always
+ * present (heardUntil but from an older gateway).
  */
 export interface StatusDelta {
   seq: number;
   baseSeq: number;
   composedAt: string;
+  heardUntil?: string;
   tookMs: number;
   trigger: string;
   machines: ListChanges<MachineStatus>;
@@ -52,8 +54,11 @@ export interface StatusChange {
 export const fullChange = (composition: Composition): StatusChange => ({ seq: composition.seq, baseSeq: null, full: composition, delta: null });
 export const deltaChange = (delta: StatusDelta): StatusChange => ({ seq: delta.seq, baseSeq: delta.baseSeq, full: null, delta });
 
-/** The keys of a composition's lists: machines and seats by name, plans by id, causes by cause, unheld seats by themselves. */
-export const byName = (item: { name: string }) => item.name;
+/**
+ * The keys of a composition's lists: machines and seats by name, plans by id, causes by cause, unheld
+ * seats by themselves. (`nameOf` is a key getter; kernel/names.ts' `byName` is the comparator.)
+ */
+export const nameOf = (item: { name: string }) => item.name;
 export const byId = (item: { id: string }) => item.id;
 export const byCause = (item: { cause: string }) => item.cause;
 export const itself = (item: string) => item;
@@ -143,10 +148,11 @@ export function diffCompositions(a: Composition, b: Composition): StatusDelta {
     seq: b.seq,
     baseSeq: a.seq,
     composedAt: b.composedAt,
+    ...(b.heardUntil !== undefined && { heardUntil: b.heardUntil }),
     tookMs: b.tookMs,
     trigger: b.trigger,
-    machines: diffList(a.machines, b.machines, byName),
-    seats: diffList(a.seats, b.seats, byName),
+    machines: diffList(a.machines, b.machines, nameOf),
+    seats: diffList(a.seats, b.seats, nameOf),
     plans: diffList(a.plans, b.plans, byId),
     repeatedCauses: diffList(a.repeatedCauses, b.repeatedCauses, byCause),
     unheldSeats: diffList(a.unheldSeats, b.unheldSeats, itself),
@@ -155,7 +161,7 @@ export function diffCompositions(a: Composition, b: Composition): StatusDelta {
   };
 }
 
-/** Whether a delta changes nothing but the composition's stamp (seq, composedAt, tookMs, trigger). */
+/** Whether a delta changes nothing but the composition's stamp (seq, composedAt, heardUntil, tookMs, trigger). */
 export function deltaIsEmpty(delta: StatusDelta): boolean {
   return (
     isEmpty(delta.machines) &&
@@ -178,10 +184,11 @@ export function applyDelta(a: Composition, delta: StatusDelta): Composition {
     seq: delta.seq,
     ...(a.controller !== undefined && { controller: a.controller }),
     composedAt: delta.composedAt,
+    ...(delta.heardUntil !== undefined && { heardUntil: delta.heardUntil }),
     tookMs: delta.tookMs,
     trigger: delta.trigger,
-    machines: applyListChanges(a.machines, delta.machines, byName),
-    seats: applyListChanges(a.seats, delta.seats, byName),
+    machines: applyListChanges(a.machines, delta.machines, nameOf),
+    seats: applyListChanges(a.seats, delta.seats, nameOf),
     unheldSeats: applyListChanges(a.unheldSeats, delta.unheldSeats, itself),
     callsRunning: delta.callsRunning ?? a.callsRunning,
     handActsThisWeek: delta.handActsThisWeek ?? a.handActsThisWeek,

@@ -1,5 +1,5 @@
 import { byName } from '../../kernel/names.js';
-import { LATE_AFTER_INTERVALS, type MachineState, SILENT_AFTER_INTERVALS } from '../machines/machines.js';
+import { type Judging, machineState, nextStateChangeMs } from '../machines/machines.js';
 import type { Holding } from '../seats/holdings.js';
 import type { HolderStatus, MachineStatus, SeatStatus } from './composition.js';
 
@@ -25,14 +25,6 @@ export interface TouchedRow extends MachineRow {
 /** The module a serving replica holds the controller's own seat as, in a composition. */
 const GATEWAY_MODULE = 'mesh-gateway';
 
-/** `machineState` on epoch milliseconds: the view judges every machine of a composition, so no Date per machine. */
-function stateAt(heardMs: number, nowMs: number, heartbeatSeconds: number): MachineState {
-  const age = (nowMs - heardMs) / 1000;
-  if (age > SILENT_AFTER_INTERVALS * heartbeatSeconds) return 'SILENT';
-  if (age > LATE_AFTER_INTERVALS * heartbeatSeconds) return 'LATE';
-  return 'UP';
-}
-
 interface Entry {
   status: MachineStatus;
   heardMs: number;
@@ -56,7 +48,7 @@ const byHolder = (a: HolderStatus, b: HolderStatus): number => byName(a.machine,
  * row, modules and holdings, read again from the store) and the seats those holdings name; every
  * other machine and seat keeps its value, the very same object, from one composition to the next.
  * Built from the full read (`of`), so both paths share one way of turning rows into statuses:
- * the full composition and the incremental one are the same value (test/incremental-composition).
+ * the full composition and the incremental one are the same value (test/incremental-composition.test.ts).
  * Seats (names and order) come only from a full read: news never changes them.
  */
 export class MeshView {
@@ -198,28 +190,40 @@ export class MeshView {
   }
 
   /**
-   * Every machine judged UP, LATE or SILENT at `nowMs`; a machine whose state did not change keeps
-   * its object. The same pass finds the earliest instant one will change by age alone (`crossingMs`).
+   * The machines whose state would move on (UP → LATE, LATE → SILENT) if judged as `judging` says:
+   * an incremental composition reads them again before it says so, since news about them may have
+   * been written after the view read them (no news is told to the composer before it is written,
+   * but it may be told after the watermark shows it written).
    */
-  machines(nowMs: number, heartbeatSeconds: number): MachineStatus[] {
+  crossingBy(judging: Judging): string[] {
+    if (this.crossingMs === undefined || this.crossingMs > judging.heardUntilMs) return [];
+    const names: string[] = [];
+    for (const entry of this.entries) {
+      if (machineState(entry.heardMs, judging) !== entry.status.state) names.push(entry.status.name);
+    }
+    return names;
+  }
+
+  /**
+   * Every machine judged UP, LATE or SILENT (`machineState`); a machine whose state did not change
+   * keeps its object. The same pass finds the earliest heard instant one will change by age alone (`crossingMs`).
+   */
+  machines(judging: Judging): MachineStatus[] {
     const out = new Array<MachineStatus>(this.entries.length);
-    const lateMs = LATE_AFTER_INTERVALS * heartbeatSeconds * 1000;
-    const silentMs = SILENT_AFTER_INTERVALS * heartbeatSeconds * 1000;
     let earliest = Number.POSITIVE_INFINITY;
     for (let i = 0; i < this.entries.length; i++) {
       const entry = this.entries[i]!;
-      const state = stateAt(entry.heardMs, nowMs, heartbeatSeconds);
+      const state = machineState(entry.heardMs, judging);
       if (state !== entry.status.state) entry.status = { ...entry.status, state };
       out[i] = entry.status;
-      // As nextStateChangeAt: the LATE boundary until it is passed, then the SILENT one, then none.
-      const next = nowMs <= entry.heardMs + lateMs ? entry.heardMs + lateMs : nowMs <= entry.heardMs + silentMs ? entry.heardMs + silentMs : undefined;
+      const next = nextStateChangeMs(entry.heardMs, judging);
       if (next !== undefined && next < earliest) earliest = next;
     }
     this.crossingMs = earliest === Number.POSITIVE_INFINITY ? undefined : earliest;
     return out;
   }
 
-  /** After `machines`: when the earliest machine next changes state by age alone; undefined when none will. */
+  /** After `machines`: the heard instant at which the earliest machine next changes state by age alone; undefined when none will. */
   crossingMs: number | undefined;
 
   /** Every seat, its holders; the controller's own seat held by the composing replica when nothing else holds it. */

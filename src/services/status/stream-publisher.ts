@@ -51,6 +51,24 @@ export function coarsenLastHeard(previous: Composition, next: Composition, grain
   return kept ? Object.freeze({ ...next, machines }) : next;
 }
 
+/**
+ * The status stream refused a put because another replica put into it since this one's last put:
+ * this replica no longer serves (it was frozen past its lease, say), and its composition is stale.
+ */
+export class ServingFenced extends Error {
+  constructor(seq: number, cause: unknown) {
+    super(`composition ${seq} was not put: another replica put into the status stream since this one's last put (${String(cause)})`);
+    this.name = 'ServingFenced';
+  }
+}
+
+/** JetStream's "wrong last sequence": a put expecting the stream's last message to be its own found another's. */
+const WRONG_LAST_SEQUENCE = 10071;
+const isWrongLastSequence = (error: unknown): boolean =>
+  (error as { api_error?: { err_code?: number } })?.api_error?.err_code === WRONG_LAST_SEQUENCE ||
+  (error as { code?: unknown })?.code === WRONG_LAST_SEQUENCE ||
+  /wrong last sequence/i.test(String((error as Error)?.message ?? error));
+
 /** What the publisher needs of the status stream and of this replica's feed. */
 export interface StatusPublisherLink {
   nc: NatsConnection;
@@ -78,15 +96,22 @@ export interface StatusPublisherLink {
 export function statusPublisher(link: StatusPublisherLink): (composition: Composition, trigger: string) => Promise<void> {
   let snapshot: { streamSeq: number; at: number } | undefined;
   let published: number | undefined;
+  // The stream sequence of this replica's last put: each put expects the stream to end there, so a
+  // replica that lost the lease (frozen, say) and resumes cannot put a stale composition after another's.
+  let lastPut: number | undefined;
   const put = async (subject: string, parts: { data: Uint8Array; headers?: unknown }[]) => {
     let first: number | undefined;
     for (const part of parts) {
-      const ack = await link.js.publish(subject, part.data, { headers: part.headers as never, timeout: STATUS_PUT_TIMEOUT_MS });
+      const expect = lastPut === undefined ? undefined : { lastSequence: lastPut };
+      const ack = await link.js.publish(subject, part.data, { headers: part.headers as never, timeout: STATUS_PUT_TIMEOUT_MS, expect });
+      lastPut = ack.seq;
       first ??= ack.seq;
     }
     return first!;
   };
   return async (composed, trigger) => {
+    // A replica that takes the lease puts after whoever served before it: nothing to expect.
+    if (trigger.split(',').some((t) => t === 'start' || t === 'takeover')) lastPut = undefined;
     const previous = link.current();
     const next = previous ? coarsenLastHeard(previous, composed) : composed;
     const delta = previous && previous.seq < next.seq ? diffCompositions(previous, next) : undefined;
@@ -106,13 +131,20 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
       if (whole) snapshot = { streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload)), at: Date.now() };
       published = next.seq;
     } catch (error) {
+      if (isWrongLastSequence(error)) {
+        // Another replica serves now: this composition is kept nowhere and sent nowhere.
+        lastPut = undefined;
+        link.onPublishing?.(undefined);
+        throw new ServingFenced(next.seq, error);
+      }
+      // Not known whether the put got in: the next one expects nothing.
+      lastPut = undefined;
       // `published` stays behind: the next composition goes into the stream whole, after this delta (if it got in) or not.
       streamTookIt = false;
       link.logger?.warn({ err: String(error), seq: next.seq }, 'the status stream did not take a composition: sent whole on the status subject');
-    } finally {
-      link.accept(next, delta);
-      link.onPublishing?.(undefined);
     }
+    link.accept(next, delta);
+    link.onPublishing?.(undefined);
     if (whole || !streamTookIt) await publishComposition(link.nc, link.fullSubject, next);
   };
 }

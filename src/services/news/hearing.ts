@@ -1,0 +1,150 @@
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { NEWS_CONSUMER } from '../../bus/news-stream.js';
+import type { DeafSpan } from '../machines/machines.js';
+
+/** Every replica reads how far the news is written this often: the lag on /metrics, and a composer behind learns it caught up. */
+const HEARING_POLL_MS = 500;
+/** Deaf spans are kept this long after they end: past it no machine's state can still depend on one. */
+const DEAF_KEPT_MS = 60 * 60_000;
+/** ...and at most this many (a flapping connection keeps the newest). */
+const DEAF_SPANS_MAX = 32;
+/** A read of the watermark that takes longer than this is given up: the last one known stands (NATS away is lag, not silence). */
+const HEARING_READ_TIMEOUT_MS = 2_000;
+
+/**
+ * How far the mesh's news is written, read off the news stream's one consumer: everything stored
+ * before the oldest message not yet acknowledged is written (a message is acknowledged only once
+ * its batch is written, whichever replica wrote it).
+ */
+interface Heard {
+  /** News stored before this instant is written: states are judged at it. */
+  heardUntilMs: number;
+  /** Messages stored and not yet written: not yet delivered, or delivered and not acknowledged. */
+  pending: number;
+  /** When this was read (this replica's clock). */
+  readAtMs: number;
+  /** The times this replica's NATS connection was down, oldest first: beats sent then may be lost, so they are not silence. */
+  deaf: readonly DeafSpan[];
+}
+
+export interface NewsHearing {
+  /** The last watermark read; before the first read, the instant the gateway started (nothing heard before it counts as silence). */
+  current(): Heard;
+  /** Reads the watermark now (reads asked while one is under way share it); the last known one when NATS does not answer in time. */
+  refresh(): Promise<Heard>;
+  /** How far the oldest unwritten news is behind this replica's clock, in ms; 0 when caught up. */
+  lagMs(): number;
+  /** Called after each read with the watermark. Returns the unsubscribe. */
+  onRead(listener: (heard: Heard) => void): () => void;
+  stop(): void;
+}
+
+/** What the watermark is read from: the news stream and its consumer. */
+export interface HearingSource {
+  jsm: Pick<JetStreamManager, 'consumers' | 'streams'>;
+  /** The connection whose losses are deaf spans; absent, none are kept. */
+  nc?: Pick<NatsConnection, 'status'>;
+  stream: string;
+  logger?: Logger;
+}
+
+const timeout = (ms: number) =>
+  new Promise<never>((_, reject) => {
+    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    t.unref();
+  });
+
+/**
+ * Reads the watermark once. The instant is taken before the consumer is asked, so it is never past
+ * what the answer covers: caught up (nothing pending), news stored before it is written; else the
+ * stream time of the oldest message not acknowledged (the one after the ack floor) bounds it.
+ */
+async function readHeard(source: HearingSource, previousMs: number): Promise<Omit<Heard, 'deaf'>> {
+  const askedAt = Date.now();
+  const info = await source.jsm.consumers.info(source.stream, NEWS_CONSUMER);
+  const pending = info.num_pending + info.num_ack_pending;
+  if (pending === 0) return { heardUntilMs: askedAt, pending, readAtMs: Date.now() };
+  const oldest = info.ack_floor.stream_seq + 1;
+  let stored = await source.jsm.streams.getMessage(source.stream, { seq: oldest });
+  if (!stored) {
+    // The message after the floor was removed by the stream's limits: the oldest still kept stands for it.
+    const first = (await source.jsm.streams.info(source.stream)).state.first_seq;
+    if (first > oldest) stored = await source.jsm.streams.getMessage(source.stream, { seq: first });
+  }
+  // Nothing found to bound it: the instant known before stands, never one later.
+  const storedMs = stored ? Date.parse(stored.timestamp) - 1 : previousMs;
+  return { heardUntilMs: Math.min(askedAt, storedMs), pending, readAtMs: Date.now() };
+}
+
+/**
+ * Keeps this replica's reading of how far the news is written (`readHeard`), every HEARING_POLL_MS
+ * and whenever asked. Every replica reads the same consumer, so all judge states at nearly the same
+ * instant whichever of them wrote the news; a replica that died holding news holds the watermark
+ * back (its news shows as lag) until the stream delivers that news again to another.
+ */
+export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()): NewsHearing {
+  let heard: Heard = { heardUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs, deaf: [] };
+  let deaf: DeafSpan[] = [];
+  let deafSince: number | undefined;
+  // A lost connection is a deaf span from the last read that answered to the reconnection.
+  const statuses = source.nc?.status() as (AsyncIterable<{ type: string }> & { stop?(): void }) | undefined;
+  if (statuses) {
+    (async () => {
+      for await (const status of statuses) {
+        if (status.type === 'disconnect' && deafSince === undefined) deafSince = Math.min(heard.readAtMs, Date.now());
+        else if (status.type === 'reconnect' && deafSince !== undefined) {
+          const now = Date.now();
+          deaf = [...deaf.filter((d) => d.toMs > now - DEAF_KEPT_MS), { fromMs: deafSince, toMs: now }].slice(-DEAF_SPANS_MAX);
+          source.logger?.warn({ deafMs: now - deafSince }, "NATS was away: beats sent meanwhile may be lost, so that time is not counted as machines' silence");
+          deafSince = undefined;
+          heard = { ...heard, deaf };
+        }
+      }
+    })().catch(() => undefined);
+  }
+  let reading: Promise<Heard> | undefined;
+  let failing = false;
+  let stopped = false;
+  const listeners = new Set<(heard: Heard) => void>();
+
+  const refresh = (): Promise<Heard> =>
+    (reading ??= Promise.race([readHeard(source, heard.heardUntilMs), timeout(HEARING_READ_TIMEOUT_MS)])
+      .then((read) => {
+        heard = { ...read, deaf: deafSince === undefined ? deaf : [...deaf, { fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }] };
+        if (failing) source.logger?.info({ pending: read.pending }, 'the news stream answers again: judging states at what is written');
+        failing = false;
+        for (const listener of listeners) listener(heard);
+        return heard;
+      })
+      .catch((err) => {
+        if (!failing && !stopped)
+          source.logger?.warn({ err: String(err) }, 'how far the news is written could not be read: states stay judged at the last instant known');
+        failing = true;
+        return heard;
+      })
+      .finally(() => {
+        reading = undefined;
+      }));
+
+  const timer = setInterval(() => void refresh(), HEARING_POLL_MS);
+  timer.unref();
+  void refresh();
+
+  return {
+    current: () => heard,
+    refresh,
+    lagMs: () => (heard.pending === 0 && !failing ? 0 : Math.max(0, Date.now() - heard.heardUntilMs)),
+    onRead(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      statuses?.stop?.();
+      listeners.clear();
+    },
+  };
+}
