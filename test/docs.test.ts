@@ -20,6 +20,7 @@ import * as responder from '../src/services/controller/responder.js';
 import * as durations from '../src/services/durations/durations.js';
 import * as handActs from '../src/services/hand-acts/hand-acts.js';
 import * as machines from '../src/services/machines/machines.js';
+import * as hearing from '../src/services/news/hearing.js';
 import * as ingest from '../src/services/news/ingest.js';
 import * as wire from '../src/services/news/wire.js';
 import * as plan from '../src/services/plans/plan.js';
@@ -27,6 +28,7 @@ import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as compose from '../src/services/status/compose.js';
 import * as composer from '../src/services/status/composer.js';
+import * as composition from '../src/services/status/composition.js';
 import * as feed from '../src/services/status/feed.js';
 import * as statusHistory from '../src/services/status/history.js';
 import * as machineHistory from '../src/services/status/machine-history.js';
@@ -57,12 +59,14 @@ const modules = [
   durations,
   handActs,
   machines,
+  hearing,
   ingest,
   wire,
   plan,
   timeouts,
   leases,
   composer,
+  composition,
   feed,
   compose,
   composeStep,

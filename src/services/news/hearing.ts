@@ -5,13 +5,13 @@ import { NEWS_CONSUMER } from '../../bus/news-stream.js';
 import type { DeafSpan } from '../machines/machines.js';
 
 /** Every replica reads how far the news is written this often: the lag on /metrics, and a composer behind learns it caught up. */
-const HEARING_POLL_MS = 500;
+export const HEARING_POLL_MS = 500;
 /** Deaf spans are kept this long after they end: past it no machine's state can still depend on one. */
 const DEAF_KEPT_MS = 60 * 60_000;
 /** ...and at most this many (a flapping connection keeps the newest). */
 const DEAF_SPANS_MAX = 32;
 /** A read of the watermark that takes longer than this is given up: the last one known stands (NATS away is lag, not silence). */
-const HEARING_READ_TIMEOUT_MS = 2_000;
+export const HEARING_READ_TIMEOUT_MS = 2_000;
 
 /**
  * How far the mesh's news is written, read off the news stream's one consumer: everything stored
