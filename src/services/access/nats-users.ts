@@ -56,5 +56,5 @@ export function loadNatsUsers(file: string | undefined): NatsUsers {
 /** Re-reads MESH_NATS_USERS_FILE when it changes, as the tokens file is (a bad edit keeps the users last read). No-op without a file. */
 export function watchNatsUsersFile(users: NatsUsers, logger: Logger, intervalMs = TOKENS_POLL_MS): { stop(): void } {
   if (!users.file) return { stop: () => undefined };
-  return watchFileToReload(users.file, () => users.reload(), logger, 'the NATS users file', intervalMs);
+  return watchFileToReload(users.file, () => users.reload(), logger, { file: 'NATS users file', kept: 'users' }, intervalMs);
 }

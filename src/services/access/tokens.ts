@@ -101,5 +101,5 @@ export function scopesShrank(previous: Caller, next: Caller): boolean {
 export function watchTokensFile(access: Access, logger: Logger, intervalMs = TOKENS_POLL_MS): { stop(): void } {
   if (!('reload' in access)) return { stop: () => undefined };
   const file = access as FileAccess;
-  return watchFileToReload(file.tokensFile, () => file.reload(), logger, 'the tokens file', intervalMs);
+  return watchFileToReload(file.tokensFile, () => file.reload(), logger, { file: 'tokens file', kept: 'tokens' }, intervalMs);
 }

@@ -7,17 +7,23 @@ import type { Logger } from 'pino';
  * in place. A file that is gone, or a `reload` that throws (a file that does not parse), keeps what
  * was last read, logged at error: a half-written or mistyped file never changes who may do what.
  */
-export function watchFileToReload(path: string, reload: () => void, logger: Logger, what: string, intervalMs: number): { stop(): void } {
+export function watchFileToReload(
+  path: string,
+  reload: () => void,
+  logger: Logger,
+  names: { file: string; kept: string },
+  intervalMs: number,
+): { stop(): void } {
   const onChange = (current: Stats) => {
     if (current.mtimeMs === 0 && current.ino === 0) {
-      logger.error({ file: path }, `${what} is gone: keeping what was last read`);
+      logger.error({ file: path }, `the ${names.file} is gone: keeping the ${names.kept} last read`);
       return;
     }
     try {
       reload();
-      logger.info({ file: path }, `${what} re-read`);
+      logger.info({ file: path }, `${names.file} re-read`);
     } catch (error) {
-      logger.error({ err: String(error), file: path }, `${what} does not parse: keeping what was last read`);
+      logger.error({ err: String(error), file: path }, `the ${names.file} does not parse: keeping the ${names.kept} last read`);
     }
   };
   watchFile(path, { interval: intervalMs, persistent: false }, onChange);
