@@ -29,6 +29,8 @@ export interface Config {
   /** The bounds in force, in seconds, shown beside each duration summary. */
   bounds: { applySeconds: number; tierSeconds: number; buildSeconds: number };
   tokensFile: string | undefined;
+  /** MESH_NATS_USERS_FILE: each NATS user's scopes; unset, NATS users have `read` and `act`, never `admin`. */
+  natsUsersFile: string | undefined;
   dataDir: string;
   /** This process's name among the replicas; unique per start. */
   replica: string;
@@ -183,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       buildSeconds: int(env, 'MESH_BUILD_TIMEOUT_S', 3600, 0.001),
     },
     tokensFile: env.MESH_TOKENS_FILE || undefined,
+    natsUsersFile: env.MESH_NATS_USERS_FILE || undefined,
     dataDir: resolve(env.MESH_DATA_DIR || '.mesh'),
     replica: env.MESH_REPLICA || `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`,
     logLevel: env.LOG_LEVEL || 'info',

@@ -11,6 +11,7 @@ import { isStoreUnavailable } from './kernel/errors.js';
 import { schema } from './schema/index.js';
 import { buildHttpApp, type HttpApp } from './server/http.js';
 import { startJwtVerifier } from './services/access/jwt.js';
+import { loadNatsUsers, watchNatsUsersFile } from './services/access/nats-users.js';
 import { loadAccess, watchTokensFile } from './services/access/tokens.js';
 import { startCallView } from './services/calls/records.js';
 import { startResponder } from './services/controller/responder.js';
@@ -68,6 +69,7 @@ export interface GatewayOptions {
 export async function startGateway(config: Config, { logger, onQuery }: GatewayOptions): Promise<Gateway> {
   const jwt = config.jwt ? startJwtVerifier(config.jwt, logger) : undefined;
   const access = loadAccess(config.tokensFile, jwt);
+  const natsUsers = loadNatsUsers(config.natsUsersFile);
   let host = config.host;
   if (access.open && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
     logger.warn(
@@ -87,7 +89,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
   });
   const tokensWatch = watchTokensFile(access, logger);
-  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), async () => jwt?.stop(), () => db.destroy()];
+  const natsUsersWatch = watchNatsUsersFile(natsUsers, logger);
+  const stops: (() => Promise<void>)[] = [async () => tokensWatch.stop(), async () => natsUsersWatch.stop(), async () => jwt?.stop(), () => db.destroy()];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stopping'));
   };
@@ -157,7 +160,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       planChanges,
       statusCounts: statusCounts.series,
     };
-    const responder = startResponder(mesh);
+    const responder = startResponder(mesh, natsUsers);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
     const news = startNewsIngest(mesh, newsStream.consumer);
@@ -171,7 +174,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       () => composer.stop(),
       () => applyTimeouts.stop(),
     );
-    const http = buildHttpApp({ schema, mesh, access, logger, observed: { composer, news } });
+    const http = buildHttpApp({ schema, mesh, access, logger, observed: { composer, news, responder } });
     const url = await http.start(host, config.port);
     stops.push(() => http.stop());
     logger.info({ url, replica: config.replica }, 'serving GraphQL (GraphiQL in a browser at this address)');

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type Gateway, startGateway } from '../src/gateway.js';
+import { operationNameOf } from '../src/server/access-log.js';
 import { eventually, wsSubscribe } from './fixtures/live.js';
 import { logInto } from './fixtures/log.js';
 import { type TestEnv, testEnv } from './fixtures/services.js';
@@ -83,3 +84,26 @@ test('a hand-act is logged as it is recorded, and a call as it ends', async () =
   const refused = await eventually(() => lines.find((l) => l.msg === 'call ended' && l.verb === 'depth'), 'the refused call line');
   expect(refused).toMatchObject({ caller: 'local', door: 'GRAPHQL', state: 'FAILED', errorCode: expect.any(String) });
 });
+
+// Issue 20, finding 4: the operation's name was read with a multiline regex, quadratic in newlines,
+// before authentication: 10,000 newlines cost ~56 ms of loop time per request.
+const HOSTILE_DOCUMENT = '\n'.repeat(500_000) + ' '.repeat(250_000) + '[{('.repeat(83_333);
+
+test('reading the operation name of 1 MB of newlines, spaces and brackets is linear: 200 of them take well under a second of loop', () => {
+  const started = performance.now();
+  for (let i = 0; i < 200; i++) expect(operationNameOf({ query: HOSTILE_DOCUMENT })).toBeUndefined();
+  // Generous: 200 took 33 ms here at load average 12; the quadratic regex took 166 ms for each one.
+  expect(performance.now() - started).toBeLessThan(5_000);
+  expect(operationNameOf({ query: 'fragment F on Seat { name }\n# a comment\nquery  Named($x: Int) { seats { ...F } }' })).toBe('Named');
+  expect(operationNameOf({ query: '{ seats { query } } mutation Later { x }' })).toBe('Later');
+});
+
+test('while 1 MB documents of newlines, spaces and brackets arrive, another request is answered', async () => {
+  const hostile = Array.from({ length: 8 }, () => post({ query: HOSTILE_DOCUMENT }));
+  const small = post({ query: 'query Small { __typename }' });
+  const answered = await small;
+  expect(await answered.json()).toEqual({ data: { __typename: 'Query' } });
+  for (const response of await Promise.all(hostile)) expect(response.status).toBe(400);
+  const line = await eventually(() => lines.find((l) => l.msg === 'request' && l.operation === 'Small'), 'the small request logged');
+  expect(line.status).toBe(200);
+}, 60_000);

@@ -60,7 +60,7 @@ test("the controller's seat row shows this build's verbs", async () => {
   expect(data.seat.serves).toEqual(CONTROLLER_VERBS);
 });
 
-test('a NATS caller is named from its subject; an act on the unnamed subject is refused, whatever its inbox', async () => {
+test('a NATS caller is named from its subject; an act on the unnamed subject is refused and not kept, whatever its inbox', async () => {
   const alice = await connect({ servers: env.env.NATS_URL, inboxPrefix: '_INBOX.alice' });
   try {
     const { body, callId } = await natsCall(alice, 'recordHandAct', { act: 'cleared-queue', why: 'backlog after outage', cause: 'broker-restart' }, 'alice');
@@ -69,7 +69,8 @@ test('a NATS caller is named from its subject; an act on the unnamed subject is 
     expect(call).toMatchObject({ caller: 'alice', door: 'NATS', state: 'OK', verb: 'recordHandAct' });
     const inboxOnly = await natsCall(alice, 'recordHandAct', { act: 'probe', why: 'named by inbox only' }, '');
     expect(inboxOnly.body).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
-    expect((await callById(inboxOnly.callId!)).data.call).toMatchObject({ caller: 'unnamed', door: 'NATS', state: 'FAILED', errorCode: 'FORBIDDEN' });
+    // A refusal is counted in /metrics, not kept: a flood of them cannot push real calls out.
+    expect(inboxOnly.callId).toBeUndefined();
   } finally {
     await alice.close();
   }
@@ -107,6 +108,12 @@ test('every acting verb is refused without why, and with a blank why, through bo
     const blank = await gateway.gql(`mutation { ${verb.name}(${required[verb.name]}, why: "   ") { __typename ... on InvalidError { field message } } }`);
     expect(blank.data?.[verb.name], verb.name).toMatchObject({ __typename: 'InvalidError', field: 'why' });
     const nats = await natsCall(nc, verb.name, {});
+    if (['removeAlias', 'retireSeat', 'forgetMachine'].includes(verb.name)) {
+      // Without MESH_NATS_USERS_FILE a NATS user has read and act, never admin: refused before its arguments, not kept.
+      expect(nats.body, verb.name).toEqual({ ok: false, error: { code: 'FORBIDDEN', message: `tester may not run ${verb.name}: it needs the admin scope` } });
+      expect(nats.callId).toBeUndefined();
+      continue;
+    }
     expect(nats.body, verb.name).toMatchObject({ ok: false, error: { code: 'INVALID' } });
     expect(nats.body.error.message).toMatch(/requires|why/);
     const recorded = (await callById(nats.callId!)).data.call;
@@ -257,7 +264,7 @@ describe('a NATS body over 1 MiB', () => {
     const conn = await connect({ servers: server.url });
     try {
       const body = JSON.stringify({ act: 'x', why: 'y'.repeat(1024 * 1024) });
-      const reply = await conn.request(`${own.subjects}.seat.${own.controller}.recordHandAct`, body, { timeout: 10_000 });
+      const reply = await conn.request(`${own.subjects}.seat.${own.controller}.recordHandAct.tester`, body, { timeout: 10_000 });
       const answer = reply.json<any>();
       expect(answer).toEqual({ ok: false, error: { code: 'INVALID', message: `the request body is ${body.length} bytes; at most 1048576` } });
       const id = reply.headers?.get('Mesh-Call');

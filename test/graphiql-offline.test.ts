@@ -35,8 +35,14 @@ const result = async () => (await browser.page.locator('.graphiql-response').inn
 
 test('GraphiQL loads with the network closed, opens on a query of the mesh, and runs a query and a subscription', async () => {
   const { page } = browser;
+  const violations: string[] = [];
+  page.on('console', (message) => {
+    if (message.text().includes('Content Security Policy')) violations.push(message.text().slice(0, 300));
+  });
   const response = await page.goto(gateway.url);
   expect(response?.status()).toBe(200);
+  // Served with a policy as strict as its inlined assets allow (issue 20), which the page runs under.
+  expect(response!.headers()['content-security-policy']).toMatch(/default-src 'none'; script-src 'sha256-[^']+'/);
   const html = await response!.text();
   expect(html).not.toMatch(/unpkg|jsdelivr|cdn\.|googleapis/);
   await page.locator('.graphiql-execute-button').waitFor({ timeout: 20_000 });
@@ -54,4 +60,5 @@ test('GraphiQL loads with the network closed, opens on a query of the mesh, and 
   await expect.poll(result, { timeout: 10_000 }).toContain('"full"');
   await browser.screenshot('graphiql.png');
   expect(browser.foreign).toEqual([]);
+  expect(violations).toEqual([]);
 });

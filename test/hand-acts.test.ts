@@ -96,7 +96,7 @@ test('acting verbs need the act scope', async () => {
     const refused = await guarded.gql(`mutation { recordHandAct(act: "x", why: "y") { __typename ... on Error { message } } }`, undefined, {
       authorization: 'Bearer r-token',
     });
-    expect(refused.data.recordHandAct).toEqual({ __typename: 'ForbiddenError', message: 'reader may not run recordHandAct' });
+    expect(refused.data.recordHandAct).toEqual({ __typename: 'ForbiddenError', message: 'reader may not run recordHandAct: it needs the act scope' });
     const allowed = await guarded.gql(
       `mutation { recordHandAct(act: "x", why: "y") { ... on MutationRecordHandActSuccess { data { actor callId } } } }`,
       undefined,

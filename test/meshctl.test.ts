@@ -221,7 +221,7 @@ describe('acting on the mesh', () => {
 describe('exit codes and access', () => {
   test('a refused mutation prints error CODE: message and exits 1; a read-only token still reads', async () => {
     const refused = await meshctl(['record-hand-act', 'x', '--why', 'y'], { token: READER });
-    expect(refused).toMatchObject({ code: 1, stderr: 'error FORBIDDEN: viewer may not run recordHandAct\n' });
+    expect(refused).toMatchObject({ code: 1, stderr: 'error FORBIDDEN: viewer may not run recordHandAct: it needs the act scope\n' });
     expect((await meshctl(['seats'], { token: READER })).code).toBe(0);
     const noToken = await meshctl(['seats'], { token: '' });
     expect(noToken.code).toBe(1);

@@ -136,3 +136,30 @@ test('a subject outside the grant is refused, for the controller and for an agen
   await anonymous.nc.close();
   await expect.poll(() => violations('alice').length).toBeGreaterThanOrEqual(4);
 });
+
+test('an agent under the shipped account runs no controller verb, named or unnamed; a tool is refused admin verbs (issue 20, finding 2)', async () => {
+  const gateway = await start();
+  const m1 = await as('m1', passwords.m1);
+  for (const subject of [`mesh.seat.${CONTROLLER}.retireSeat.m1`, `mesh.seat.${CONTROLLER}.push.m1`, `mesh.seat.${CONTROLLER}.calls`]) {
+    m1.nc.publish(subject, JSON.stringify({ seat: 'builder', why: 'as an agent' }), { reply: '_INBOX.m1.x' });
+  }
+  await m1.nc.flush();
+  await expect
+    .poll(() => m1.errors, { timeout: 10_000 })
+    .toEqual(
+      expect.arrayContaining(
+        [`mesh.seat.${CONTROLLER}.retireSeat.m1`, `mesh.seat.${CONTROLLER}.push.m1`, `mesh.seat.${CONTROLLER}.calls`].map(
+          (subject) => `Permissions Violation for Publish to "${subject}"`,
+        ),
+      ),
+    );
+  await m1.nc.close();
+
+  // A tool acts under its name, but without MESH_NATS_USERS_FILE it has read and act, never admin.
+  const alice = await as('alice', passwords.alice, '_INBOX.alice');
+  const refused = await alice.nc.request(`mesh.seat.${CONTROLLER}.retireSeat.alice`, JSON.stringify({ seat: 'builder', why: 'as a tool' }), { timeout: 5_000 });
+  expect(refused.json()).toEqual({ ok: false, error: { code: 'FORBIDDEN', message: 'alice may not run retireSeat: it needs the admin scope' } });
+  await alice.nc.close();
+  expect((await gateway.gql(`{ seat(name: "builder") { name } }`)).data.seat).toEqual({ name: 'builder' });
+  await gateway.stop();
+}, 60_000);

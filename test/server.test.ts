@@ -81,7 +81,7 @@ describe('with MESH_TOKENS_FILE', () => {
     expect((await tokened.gql('{ seats { name } }', {}, read)).data.seats.length).toBeGreaterThan(0);
     const { data, errors } = await tokened.gql(`mutation { renameSeat(from: "queue", to: "q2") { __typename ... on Error { message code } } }`, {}, read);
     expect(errors).toBeUndefined();
-    expect(data.renameSeat).toEqual({ __typename: 'ForbiddenError', code: 'FORBIDDEN', message: 'dashboard may not run renameSeat' });
+    expect(data.renameSeat).toEqual({ __typename: 'ForbiddenError', code: 'FORBIDDEN', message: 'dashboard may not run renameSeat: it needs the admin scope' });
   });
 
   test('a WebSocket without a valid token is closed with 4403', async () => {

@@ -11,7 +11,7 @@ test("a verb handler's arguments are typed from the verb's declaration", () => {
   expectTypeOf<PushArgs['seat']>().toEqualTypeOf<string>();
   expectTypeOf<PushArgs['why']>().toEqualTypeOf<string>();
   expectTypeOf<PushArgs['tiers']>().toEqualTypeOf<string[][] | null | undefined>();
-  const verb = actingVerb('probe', { seat: { type: 'String', required: true }, count: { type: 'Int' } }, async (_mesh: unknown, args) => {
+  const verb = actingVerb('probe', 'act', { seat: { type: 'String', required: true }, count: { type: 'Int' } }, async (_mesh: unknown, args) => {
     // @ts-expect-error a name the verb does not declare is a type error
     void args.seet;
     // @ts-expect-error a declared String is not a number

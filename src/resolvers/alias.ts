@@ -18,6 +18,6 @@ builder.mutationFields((t) => ({
     type: SeatRef,
     description:
       'Drops a former name of a seat: it no longer resolves. Answers the seat it pointed to; NotFound for a name that is no alias. Leaves a hand-act.',
-    ...verbMutation(t, removeAliasVerb, 'admin'),
+    ...verbMutation(t, removeAliasVerb),
   }),
 }));

@@ -33,6 +33,6 @@ builder.mutationFields((t) => ({
     type: MachineRef,
     description:
       'Deletes a machine and its assignments; answers the machine as it was. Refused while it holds a seat, recorded or derived. A heartbeat from it later is heard afresh. Leaves a hand-act.',
-    ...verbMutation(t, forgetMachineVerb, 'admin'),
+    ...verbMutation(t, forgetMachineVerb),
   }),
 }));

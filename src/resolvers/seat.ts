@@ -67,6 +67,6 @@ builder.mutationFields((t) => ({
     type: SeatRef,
     description:
       "Deletes a seat and its aliases; answers the seat as it was. Refused while it has any holding, recorded or derived, while a plan not CLOSED names it, and for the controller's own seat. Its CLOSED plans go with it. Leaves a hand-act.",
-    ...verbMutation(t, retireSeatVerb, 'admin'),
+    ...verbMutation(t, retireSeatVerb),
   }),
 }));

@@ -33,20 +33,20 @@ function argFor(arg: ArgBuilder, spec: ArgSpec) {
 
 /**
  * What every controller verb's mutation shares, spread into its field beside its type and
- * description: the GraphQL arguments from the verb's declaration, the scope (`act` unless given:
- * `admin` for verbs that change seats or machines), typed errors as data, and the call recorded
- * by the one dispatcher. The answer is the verb handler's result.
+ * description: the GraphQL arguments from the verb's declaration, the scope the verb declares
+ * (refused here as data, and again by the dispatcher, which every door goes through), typed errors
+ * as data, and the call recorded by the one dispatcher. The answer is the verb handler's result.
  */
-export function verbMutation<A extends ArgSpecs, R>(t: MutationFieldBuilder, verb: ControllerVerb<Mesh, A, R>, scope: 'act' | 'admin' = 'act') {
+export function verbMutation<A extends ArgSpecs, R>(t: MutationFieldBuilder, verb: ControllerVerb<Mesh, A, R>) {
   const args = Object.fromEntries(Object.entries(verb.args as ArgSpecs).map(([name, spec]) => [name, argFor(t.arg, spec)])) as Record<
     string,
     ReturnType<typeof argFor>
   >;
   return {
-    authScopes: scope === 'admin' ? { admin: true } : { act: true },
+    authScopes: { [verb.scope]: true },
     errors: {},
     args,
     resolve: async (_root: unknown, given: Record<string, unknown>, ctx: GatewayContext): Promise<R> =>
-      (await invokeVerb(ctx.mesh, verb, { args: given, caller: ctx.caller.name, door: 'GRAPHQL' })).result,
+      (await invokeVerb(ctx.mesh, verb, { args: given, caller: ctx.caller.name, scopes: ctx.caller.scopes, door: 'GRAPHQL' })).result,
   };
 }

@@ -1,10 +1,11 @@
 import SchemaBuilder from '@pothos/core';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
-import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
+import ScopeAuthPlugin, { type AuthFailure, AuthScopeFailureType } from '@pothos/plugin-scope-auth';
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
 import { Conflict, Forbidden, Invalid, NotFound } from '../kernel/errors.js';
 import { INSTANT_EARLIEST, INSTANT_LATEST, instantFault, JSON_DEPTH_MAX, jsonTooDeep } from '../kernel/values.js';
+import { scopeRefusal } from '../services/calls/verb.js';
 import type { GatewayContext } from './context.js';
 
 export interface SchemaTypes {
@@ -16,6 +17,15 @@ export interface SchemaTypes {
     ID: { Input: string; Output: string | number };
   };
   DefaultFieldNullability: false;
+}
+
+/** The scope a refusal of scope-auth names: the field's one scope, found inside an any/all failure. */
+function missingScope(failure: AuthFailure): string | undefined {
+  if (failure.kind === AuthScopeFailureType.AuthScope) return failure.scope;
+  if (failure.kind === AuthScopeFailureType.AnyAuthScopes || failure.kind === AuthScopeFailureType.AllAuthScopes) {
+    return failure.failures.length === 1 ? missingScope(failure.failures[0]!) : undefined;
+  }
+  return undefined;
 }
 
 export const builder = new SchemaBuilder<SchemaTypes>({
@@ -30,8 +40,14 @@ export const builder = new SchemaBuilder<SchemaTypes>({
       act: ctx.caller.scopes.has('act'),
       admin: ctx.caller.scopes.has('admin'),
     }),
-    unauthorizedError: (_parent, ctx, info) =>
-      new Forbidden(`${ctx.caller.name} may not ${info.parentType.name === 'Mutation' ? 'run' : 'read'} ${info.fieldName}`),
+    // Names the scope missing, in the words invokeVerb uses on every door.
+    unauthorizedError: (_parent, ctx, info, result) => {
+      const scope = missingScope(result.failure);
+      if (info.parentType.name === 'Mutation' && scope) return scopeRefusal(ctx.caller.name, info.fieldName, scope);
+      return new Forbidden(
+        `${ctx.caller.name} may not ${info.parentType.name === 'Mutation' ? 'run' : 'read'} ${info.fieldName}${scope ? `: it needs the ${scope} scope` : ''}`,
+      );
+    },
   },
   errors: { defaultTypes: [NotFound, Conflict, Invalid, Forbidden] },
   relay: { clientMutationId: 'omit', cursorType: 'String' },

@@ -55,3 +55,23 @@ export function refuseForeignHost(request: IncomingMessage, response: ServerResp
   response.end(body);
   return true;
 }
+
+/**
+ * Whether a WebSocket upgrade's `Origin` may open a socket: none (not a browser), the gateway's own
+ * (the origin's host is the request's `Host`), a loopback page on an open gateway (a developer's
+ * tools), or one listed in MESH_CORS_ORIGINS. Anything else is a page of another site, which a
+ * browser lets open a socket to any address: refused, token or not.
+ */
+export function isAllowedOrigin(origin: string | undefined, host: string | undefined, options: { open: boolean; listed: readonly string[] }): boolean {
+  if (origin === undefined) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false; // `null` (a sandboxed page, a file) and anything unreadable
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+  if (host && url.host === new URL(`${url.protocol}//${host}`).host) return true;
+  if (options.open && isLoopbackHost(url.host)) return true;
+  return options.listed.includes(url.origin);
+}

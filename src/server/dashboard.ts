@@ -16,10 +16,11 @@ const TYPES: Record<string, string> = {
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 /**
  * The page may load only what the gateway serves, and talk only to the gateway: nothing from
- * another host, even if a dependency tried.
+ * another host, even if a dependency tried. `connect-src 'self'` covers the gateway's own ws: and
+ * wss: (CSP 3, as Chromium and Firefox apply it); `ws:`/`wss:` alone would allow any host.
  */
 const CONTENT_SECURITY_POLICY =
-  "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'";
+  "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** Where the built dashboard is: dist/dashboard beside the sources (tsx) or beside dist/src (the built gateway). */
 function builtFolder(): string | undefined {

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { type FieldNode, GraphQLError, type GraphQLSchema, type ValidationContext } from 'graphql';
@@ -16,7 +16,7 @@ import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { accessLog } from './access-log.js';
-import { foreignHostMessage, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
+import { foreignHostMessage, isAllowedOrigin, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
 import { useCompiledExecution } from './compiled-execution.js';
 import { dashboardFiles } from './dashboard.js';
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
@@ -29,6 +29,7 @@ import { loadPersistedOperations, usePersistedOperations } from './persisted.js'
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
+import { closeRevokedStreams } from './sse-revocation.js';
 import { useOperationTracing } from './tracing.js';
 
 /** Limits on what one operation may ask, so no query however deep or wide takes the process down. */
@@ -42,7 +43,7 @@ export interface ServerOptions {
   /** Extra envelop plugins (status caching comes this way). */
   plugins?: Plugin[];
   /** Counts kept by the composer and the news ingest, read by /metrics. */
-  observed?: Pick<MetricSources, 'composer' | 'news'>;
+  observed?: Pick<MetricSources, 'composer' | 'news' | 'responder'>;
 }
 
 export interface HttpApp {
@@ -91,6 +92,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
   metrics.afterFanout({ fanout, statusCache });
   const log = accessLog(logger, access, metrics.request);
+  const graphiql = offlineGraphiQL();
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
     schema: options.schema,
     graphqlEndpoint: '/graphql',
@@ -100,7 +102,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     // Bounded by useRequestBodyLimit below, at the same size, without a counting stream per POST.
     maxRequestBodySize: false,
     graphiql: { title: 'mesh-gateway', subscriptionsProtocol: 'WS', defaultQuery: GRAPHIQL_DEFAULT_QUERY },
-    renderGraphiQL: offlineGraphiQL(),
+    renderGraphiQL: graphiql.render,
     logging: {
       debug: (...args) => logger.debug(args.length > 1 ? { args } : args[0]),
       info: (...args) => logger.info(args.length > 1 ? { args } : args[0]),
@@ -149,7 +151,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         maxTokens: { n: QUERY_LIMITS.tokens },
         costLimit: { maxCost: QUERY_LIMITS.cost },
         maxDirectives: { n: QUERY_LIMITS.directives },
-        blockFieldSuggestion: { enabled: mesh.config.production },
+        // Suggestions name fields: a schema oracle where the schema is meant to be closed.
+        blockFieldSuggestion: { enabled: mesh.config.production || !mesh.config.introspection || !access.open },
       }),
       // After the armor, whose token limit replaces the parse function this one wraps.
       useDocumentNestingLimit(),
@@ -168,17 +171,28 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       useCsrfPrevention(),
       useOperationRate(rate, access),
       useCompiledExecution(logger),
+      graphiql.plugin,
     ],
   });
 
-  const drain = createDrain(mesh.config.replica, health);
+  // /ready's details (replica, NATS address, the store's error) need a read token; anyone may see whether it is ready.
+  const drain = createDrain(mesh.config.replica, health, (req) => {
+    try {
+      return access.callerFor(req.headers.authorization).scopes.has('read');
+    } catch {
+      return false;
+    }
+  });
   // An open gateway (no tokens) listens on loopback; a page of a DNS name rebound to 127.0.0.1
   // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
   const loopbackOnly = access.open;
   const dashboard = dashboardFiles();
+  const sseStreams = closeRevokedStreams(access, logger);
   const answer = drain.handler((request, response) => {
     if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
     if (dashboard.serve(request, response)) return;
+    if (!access.open && refuseAnonymous(access, request, response)) return;
+    sseStreams.track(request, response);
     void yoga(request, response);
   });
   const server = createServer(
@@ -204,9 +218,16 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     verifyClient: ({ req }, accept) => {
       // A draining replica takes no new socket: the client reconnects elsewhere.
       if (drain.draining) return accept(false, 503, 'the gateway is stopping', { 'Retry-After': String(DRAIN_RETRY_AFTER_S) });
-      if (!loopbackOnly || isLoopbackHost(req.headers.host)) return accept(true);
-      logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
-      accept(false, 403, foreignHostMessage(req.headers.host));
+      if (loopbackOnly && !isLoopbackHost(req.headers.host)) {
+        logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
+        return accept(false, 403, foreignHostMessage(req.headers.host));
+      }
+      // A browser opens a socket to any address from any page, with its Origin: only ours and those listed are let in.
+      if (!isAllowedOrigin(req.headers.origin, req.headers.host, { open: access.open, listed: mesh.config.corsOrigins })) {
+        logger.info({ origin: req.headers.origin?.slice(0, 200) }, 'WebSocket upgrade refused: foreign Origin');
+        return accept(false, 403, 'Forbidden: foreign Origin');
+      }
+      accept(true);
     },
   });
 
@@ -229,6 +250,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         });
       }),
     async stop() {
+      sseStreams.stop();
       health.stop();
       metrics.stop();
       await wsServer.dispose();
@@ -254,6 +276,32 @@ function clientError(value: unknown): { code: string; message: string; path?: re
   if (cause !== undefined && !(cause instanceof DomainError) && !(cause instanceof GraphQLError)) return undefined;
   const code = cause instanceof DomainError ? cause.code : String(value.extensions?.code ?? 'BAD_REQUEST');
   return { code, message: value.message, path: value.path };
+}
+
+/** Whether a request asks for the GraphiQL page (as Yoga decides it): a GET a browser sends for HTML. */
+const asksForGraphiQL = (request: IncomingMessage): boolean => request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
+
+/**
+ * On a gateway with tokens, a GraphQL request whose token is missing or unknown is answered 401
+ * here, before Yoga: never parsed, validated, logged beyond its access line or counted against a
+ * caller. The GraphiQL page is served without one (a browser cannot send it; its requests must).
+ */
+function refuseAnonymous(access: Access, request: IncomingMessage, response: ServerResponse): boolean {
+  // A CORS preflight carries no credentials by definition: Yoga answers it by MESH_CORS_ORIGINS.
+  if (asksForGraphiQL(request) || request.method === 'OPTIONS') return false;
+  try {
+    access.callerFor(request.headers.authorization);
+    return false;
+  } catch (error) {
+    const body = JSON.stringify({ errors: [{ message: (error as Error).message, extensions: { code: 'FORBIDDEN' } }] });
+    response.writeHead(401, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'www-authenticate': 'Bearer',
+    });
+    response.end(body);
+    return true;
+  }
 }
 
 const isReadyProbe = (url: string | undefined): boolean => (url ?? '').split('?')[0] === '/ready';

@@ -5,6 +5,7 @@ import type { Fanout } from '../fanout/engine.js';
 import type { StatusQueryCache } from '../fanout/status-query-cache.js';
 import type { Access } from '../services/access/tokens.js';
 import { CALL_DOORS, CALL_STATES } from '../services/calls/records.js';
+import { NATS_REFUSALS, type Responder } from '../services/controller/responder.js';
 import type { Mesh } from '../services/mesh.js';
 import type { NewsIngest } from '../services/news/ingest.js';
 import type { Composer } from '../services/status/composer.js';
@@ -23,6 +24,8 @@ export interface MetricSources {
   sockets(): WebSocketServer['clients'] | undefined;
   composer?: Composer;
   news?: NewsIngest;
+  /** The NATS door of the controller's verbs: the requests it refused before they became calls. */
+  responder?: Pick<Responder, 'refused'>;
 }
 
 export interface Metrics {
@@ -182,6 +185,18 @@ export function createMetrics(sources: MetricSources): Metrics {
   readCounter(registry, 'mesh_news_malformed_total', 'News messages refused by the wire contract (acknowledged, dropped).', () => news?.malformed);
   readCounter(registry, 'mesh_news_dropped_total', 'Valid news the store refused alone (poison: found by splitting its batch, dropped).', () => news?.poison);
   readCounter(registry, 'mesh_news_redelivered_total', 'News handed back unwritten while the store was away (delivered again).', () => news?.redelivered);
+
+  new Counter({
+    name: 'mesh_nats_refused_total',
+    help: 'NATS requests to the controller refused before they became calls (not kept), by reason: unnamed, scope, unknown-verb.',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      const refused = sources.responder?.refused();
+      this.reset();
+      for (const reason of NATS_REFUSALS) this.inc({ reason }, refused?.[reason] ?? 0);
+    },
+  });
 
   new Gauge({
     name: 'mesh_calls',

@@ -36,8 +36,12 @@ export interface Drain {
   handler(next: RequestListener): RequestListener;
 }
 
-/** `health` gives `/ready` its checks; without it (tests of the drain alone) readiness is only "not draining". */
-export function createDrain(replica: string, health?: Health): Drain {
+/**
+ * `health` gives `/ready` its checks; without it (tests of the drain alone) readiness is only "not
+ * draining". `mayDetail` says whether a request may see the details (replica, checks, their
+ * errors): without it, or when it says no, `/ready` answers only `{"ready":…}` and its status.
+ */
+export function createDrain(replica: string, health?: Health, mayDetail: (req: IncomingMessage) => boolean = () => true): Drain {
   let draining = false;
   let inFlight = 0;
   // At most one waiter per stop: the gateway's drain.
@@ -66,11 +70,14 @@ export function createDrain(replica: string, health?: Health): Drain {
       if ((path === '/ready' || path === '/health') && (req.method === 'GET' || req.method === 'HEAD')) {
         // The process is up: a draining replica is alive too (its balancer reads /ready).
         if (path === '/health') return json(res, 200, { ok: true, replica, draining, uptimeS: Math.round(process.uptime()) });
+        // The replica's name, NATS address and the store's error text are for operators: a balancer needs only the status.
+        const detailed = mayDetail(req);
+        const body = (answer: Readiness) => (detailed ? answer : { ready: answer.ready });
         // Draining answers at once, checks or not: the balancer must stop sending here now.
-        if (draining) return json(res, 503, { ready: false, draining, replica, checks: {} });
+        if (draining) return json(res, 503, body({ ready: false, draining, replica, checks: {} }));
         void readiness({ draining, replica, health }).then(
-          (answer) => json(res, answer.status, answer.body),
-          (error) => json(res, 503, { ready: false, draining, replica, checks: { error: { ok: false, error: String(error) } } }),
+          (answer) => json(res, answer.status, body(answer.body)),
+          (error) => json(res, 503, body({ ready: false, draining, replica, checks: { error: { ok: false, error: String(error) } } })),
         );
         return;
       }

@@ -1,11 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync, type Stats, unwatchFile, watchFile } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { Forbidden, Invalid } from '../../kernel/errors.js';
 import { isName, NAME_RULE } from '../../kernel/names.js';
 import { type Caller, SCOPES, type Scope } from './caller.js';
 import { type JwtVerdict, type JwtVerifier, looksLikeJwt } from './jwt.js';
+import { watchFileToReload } from './watched-file.js';
 
 /** Everyone is this caller when no tokens are configured (the gateway then listens on loopback only). */
 const LOCAL_CALLER: Caller = { name: 'local', scopes: new Set<Scope>(SCOPES) };
@@ -154,18 +155,5 @@ export function scopesShrank(previous: Caller, next: Caller): boolean {
 export function watchTokensFile(access: Access, logger: Logger, intervalMs = TOKENS_POLL_MS): { stop(): void } {
   if (!('reload' in access)) return { stop: () => undefined };
   const file = access as FileAccess;
-  const onChange = (current: Stats) => {
-    if (current.mtimeMs === 0 && current.ino === 0) {
-      logger.error({ tokensFile: file.tokensFile }, 'the tokens file is gone: keeping the tokens last read');
-      return;
-    }
-    try {
-      file.reload();
-      logger.info({ tokensFile: file.tokensFile }, 'tokens file re-read');
-    } catch (error) {
-      logger.error({ err: String(error), tokensFile: file.tokensFile }, 'the tokens file does not parse: keeping the tokens last read');
-    }
-  };
-  watchFile(file.tokensFile, { interval: intervalMs, persistent: false }, onChange);
-  return { stop: () => unwatchFile(file.tokensFile, onChange) };
+  return watchFileToReload(file.tokensFile, () => file.reload(), logger, { file: 'tokens file', kept: 'tokens' }, intervalMs);
 }

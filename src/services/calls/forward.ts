@@ -3,9 +3,10 @@ import type { Logger } from 'pino';
 import type { Bus } from '../../bus/nats.js';
 import type { Subjects } from '../../bus/subjects.js';
 import { inSpan, natsSpanAttributes, SpanKind, traceHeaders } from '../../bus/trace-context.js';
-import { DomainError, Invalid, NotFound } from '../../kernel/errors.js';
+import { DomainError, Forbidden, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import { holdsNul, JSON_DEPTH_MAX, jsonTooDeep } from '../../kernel/values.js';
+import type { Scope } from '../access/caller.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import type { ArgType, Verb } from '../seats/protocol.js';
 import { aliasesOfSeats, type Db, seatByName } from '../seats/seats.js';
@@ -98,6 +99,8 @@ export interface CallVerbRequest {
   args?: unknown;
   timeoutMs?: number | null;
   caller: string;
+  /** The caller's scopes: a call to the controller's own seat runs with these, never with the controller's. */
+  scopes: ReadonlySet<Scope>;
   door: CallDoor;
 }
 
@@ -119,6 +122,10 @@ export interface ForwardMesh extends CallsMesh {
  */
 export const CALLER_HEADER = 'Mesh-Caller';
 export const OUTER_CALL_HEADER = 'Mesh-Outer-Call';
+/** The original caller's scopes, comma-separated: the inner call runs with them (believed on the same subject only). */
+export const SCOPES_HEADER = 'Mesh-Scopes';
+/** The forwarding verb's name: it forwards once, never to itself on the controller's seat (one request, one level of calls). */
+export const FORWARDING_VERB = 'callVerb';
 
 /** The recorded form of a refused call's seat or verb: as given, shortened, so a bad name is still visible. */
 const label = (value: unknown) => (typeof value === 'string' ? value.slice(0, 200) : String(value).slice(0, 200));
@@ -142,6 +149,9 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
     record.seat = seat.name;
     const found = seat.serves.find((v) => v.name === request.verb);
     if (!found) throw new NotFound('verb', `${seat.name}.${request.verb}`);
+    if (seat.name === mesh.config.controller && found.name === FORWARDING_VERB) {
+      throw new Forbidden(`${FORWARDING_VERB} does not nest: call ${seat.name}'s verb directly instead of through another ${FORWARDING_VERB}`);
+    }
     verb = found;
     timeout = request.timeoutMs ?? CALL_TIMEOUT_DEFAULT_MS;
     if (!Number.isInteger(timeout) || timeout < 1 || timeout > CALL_TIMEOUT_MAX_MS) {
@@ -157,6 +167,7 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
   const h = headers();
   h.set(CALLER_HEADER, call.caller);
   h.set(OUTER_CALL_HEADER, call.id);
+  h.set(SCOPES_HEADER, [...request.scopes].join(','));
   let text: string | undefined;
   let failure: unknown;
   // A holder listens on the name its manifest has, which may be a name the seat had before a

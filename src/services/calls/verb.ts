@@ -1,3 +1,5 @@
+import { Forbidden } from '../../kernel/errors.js';
+import type { Scope } from '../access/caller.js';
 import type { ArgType, Verb } from '../seats/protocol.js';
 import type { CallDoor } from './records.js';
 
@@ -44,9 +46,11 @@ const ACTING_ARGS = {
 
 type ActingArgs = typeof ACTING_ARGS;
 
-/** Who asked, through which door, and the call that records it. */
+/** Who asked, with which scopes, through which door, and the call that records it. */
 export interface VerbCall {
   caller: string;
+  /** The caller's scopes: a forwarding verb passes them on, so a call to the controller's own seat runs with them. */
+  scopes: ReadonlySet<Scope>;
   door: CallDoor;
   callId: string;
 }
@@ -59,9 +63,13 @@ export interface VerbCall {
 export interface ControllerVerb<D, A extends ArgSpecs, R> {
   readonly name: string;
   readonly acting: boolean;
+  /** The scope a caller needs to run it, through any door: `invokeVerb` refuses a caller without it. */
+  readonly scope: Scope;
   readonly args: A;
   /** A forwarding verb (callVerb) records its own call, under the seat it calls; the dispatcher records none. */
   readonly recordsItsOwnCall?: boolean;
+  /** Its answer shows other callers' calls (their arguments and answers): never answered to a caller nobody named. */
+  readonly showsOthersCalls?: boolean;
   run(mesh: D, args: ArgsOf<A>, call: VerbCall): Promise<R>;
 }
 
@@ -72,21 +80,30 @@ export type AnyControllerVerb<D> = ControllerVerb<D, any, unknown>;
 /** A verb that changes the mesh: it takes why, cause and condition besides `args`, and leaves a hand-act. */
 export function actingVerb<D, const A extends ArgSpecs, R>(
   name: string,
+  scope: 'act' | 'admin',
   args: A,
   run: (mesh: D, args: ArgsOf<A & ActingArgs>, call: VerbCall) => Promise<R>,
 ): ControllerVerb<D, A & ActingArgs, R> {
-  return { name, acting: true, args: { ...args, ...ACTING_ARGS }, run };
+  return { name, acting: true, scope, args: { ...args, ...ACTING_ARGS }, run };
 }
 
 /** A verb that reads the mesh and changes nothing. */
 export function readingVerb<D, const A extends ArgSpecs, R>(
   name: string,
+  scope: Scope,
   args: A,
   run: (mesh: D, args: ArgsOf<A>, call: VerbCall) => Promise<R>,
-  options: { recordsItsOwnCall?: boolean } = {},
+  options: { recordsItsOwnCall?: boolean; showsOthersCalls?: boolean } = {},
 ): ControllerVerb<D, A, R> {
-  return { name, acting: false, args, run, ...options };
+  return { name, acting: false, scope, args, run, ...options };
 }
+
+/** Whether scopes allow a verb: the one rule every door applies, for callers from any source (tokens, NATS users, JWT). */
+export const mayRun = (verb: { scope: Scope }, scopes: ReadonlySet<Scope>): boolean => scopes.has(verb.scope);
+
+/** The refusal of a caller without the scope a verb (or a field) needs, naming the scope: the same words on every door. */
+export const scopeRefusal = (caller: string, what: string, scope: string): Forbidden =>
+  new Forbidden(`${caller} may not run ${what}: it needs the ${scope} scope`);
 
 /** A verb as a seat row keeps it: name, acting, and each argument's name, type and whether it is required. */
 export function protocolOf(verb: AnyControllerVerb<never>): Verb {

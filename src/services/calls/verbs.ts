@@ -8,18 +8,30 @@ import { readingVerb } from './verb.js';
  */
 export const callVerbVerb = readingVerb(
   'callVerb',
+  'act',
   { seat: { type: 'String', required: true }, verb: { type: 'String', required: true }, args: { type: 'JSON' }, timeoutMs: { type: 'Int' } },
   (mesh: ForwardMesh, args, call) =>
-    forwardCall(mesh, { seat: args.seat, verb: args.verb, args: args.args, timeoutMs: args.timeoutMs, caller: call.caller, door: call.door }),
+    forwardCall(mesh, {
+      seat: args.seat,
+      verb: args.verb,
+      args: args.args,
+      timeoutMs: args.timeoutMs,
+      caller: call.caller,
+      scopes: call.scopes,
+      door: call.door,
+    }),
   { recordsItsOwnCall: true },
 );
 
 /** One call by id, across restarts of any replica. */
-export const callByIdVerb = readingVerb('call', { id: { type: 'ID', required: true } }, (mesh: CallsMesh, args) => callById(mesh, args.id));
+export const callByIdVerb = readingVerb('call', 'read', { id: { type: 'ID', required: true } }, (mesh: CallsMesh, args) => callById(mesh, args.id), {
+  showsOthersCalls: true,
+});
 
 /** A page of calls, newest first, as the NATS door answers it: `{calls, hasNextPage}`. */
 export const callsVerb = readingVerb(
   'calls',
+  'read',
   {
     first: { type: 'Int' },
     after: { type: 'String' },
@@ -33,4 +45,5 @@ export const callsVerb = readingVerb(
     const page = await listCalls(mesh, args, { after: args.after, limit: first + 1 });
     return { calls: page.slice(0, first), hasNextPage: page.length > first };
   },
+  { showsOthersCalls: true },
 );

@@ -5,6 +5,7 @@ import { type ConsumersMesh, resetConsumer } from './reset.js';
 /** Deletes a JetStream durable consumer and creates it again, delivering from the start (or startSeq / startTime). */
 export const resetConsumerVerb = actingVerb(
   'resetConsumer',
+  'act',
   { stream: { type: 'String', required: true }, consumer: { type: 'String', required: true }, startSeq: { type: 'Int' }, startTime: { type: 'DateTime' } },
   async (mesh: ConsumersMesh & HandActLog, args, call) => {
     const reset = await resetConsumer(mesh, args);

@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
-import { DomainError, isStoreUnavailable, NotFound } from '../../kernel/errors.js';
-import { judgeArgs } from '../calls/forward.js';
+import { DomainError, Forbidden, isStoreUnavailable, NotFound } from '../../kernel/errors.js';
+import type { Scope } from '../access/caller.js';
+import { FORWARDING_VERB, judgeArgs } from '../calls/forward.js';
 import { type Call, type CallDoor, type CallsMesh, callErrorOf, failCall, finishCall, markRecorded, refuseCall, startCall } from '../calls/records.js';
-import { type ArgSpecs, type ArgsOf, type ControllerVerb, protocolOf } from '../calls/verb.js';
+import { type ArgSpecs, type ArgsOf, type ControllerVerb, mayRun, protocolOf, scopeRefusal } from '../calls/verb.js';
 import type { MeshEvents } from '../events.js';
 import { checkActing } from '../hand-acts/hand-acts.js';
+import { controllerVerb } from './verbs.js';
 
 /** What dispatching a verb needs of the mesh besides what the verb itself needs: the calls log, a logger, the events. */
 export interface DispatchMesh extends CallsMesh {
@@ -17,6 +19,8 @@ export interface DispatchMesh extends CallsMesh {
 export interface Invocation {
   args: unknown;
   caller: string;
+  /** The caller's scopes, whatever named it (a token, a NATS user, the outer call of callVerb). */
+  scopes: ReadonlySet<Scope>;
   door: CallDoor;
   /** The call that forwarded this one (callVerb to the controller's own seat). */
   outerCallId?: string | null;
@@ -32,8 +36,22 @@ export interface Outcome<T> {
 const VERB_LABEL_MAX = 200;
 
 /**
+ * The scope a call needs beyond its verb's own: callVerb to the controller's own seat runs the inner
+ * verb with the caller's scopes, so it is refused here, before anything is recorded or sent, when
+ * those lack the inner verb's scope. (The inner call is judged again where it runs.)
+ */
+function refusalOfForwarded(controller: string, invocation: Invocation, args: Record<string, unknown>): Forbidden | undefined {
+  if (args.seat !== controller || typeof args.verb !== 'string') return undefined;
+  const inner = controllerVerb(args.verb);
+  if (inner && !mayRun(inner, invocation.scopes)) return scopeRefusal(invocation.caller, `${controller}.${inner.name}`, inner.scope);
+  return undefined;
+}
+
+/**
  * The one path of every controller verb, whichever door it came through (GraphQL mutation or NATS
- * request). Judges the arguments against the verb's declaration (unknown, missing or mistyped
+ * request). First the caller's scopes: without the verb's scope the call is refused (Forbidden,
+ * not kept: a refusal is no call). callVerb forwarded by callVerb is refused too: it does not nest.
+ * Then judges the arguments against the verb's declaration (unknown, missing or mistyped
  * argument, blank why: recorded FAILED and thrown); writes the call RUNNING, runs the handler,
  * records OK with the answer or FAILED with the error (and throws it); emits `acted` after an
  * acting verb. A verb that records its own call (callVerb) is run without one here, and a reading
@@ -49,6 +67,10 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
     door: invocation.door,
     outerCallId: invocation.outerCallId,
   };
+  if (!mayRun(verb, invocation.scopes)) throw scopeRefusal(invocation.caller, verb.name, verb.scope);
+  if (verb.recordsItsOwnCall && invocation.outerCallId) {
+    throw new Forbidden(`${verb.name} does not nest: it was itself called by ${FORWARDING_VERB} (call ${invocation.outerCallId})`);
+  }
   let args: ArgsOf<A>;
   const kept = verb.acting || verb.recordsItsOwnCall;
   try {
@@ -60,18 +82,21 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
     if (kept) markRecorded(error, (await refuseCall(mesh, base, callErrorOf(error))).id);
     throw error;
   }
+  const asked = { caller: invocation.caller, scopes: invocation.scopes, door: invocation.door };
   if (verb.recordsItsOwnCall) {
-    const result = await verb.run(mesh, args, { caller: invocation.caller, door: invocation.door, callId: '' });
+    const refused = refusalOfForwarded(mesh.config.controller, invocation, args);
+    if (refused) throw refused;
+    const result = await verb.run(mesh, args, { ...asked, callId: '' });
     return { call: result as Call, result };
   }
   if (!verb.acting) {
     // Reads are not kept: a dashboard polling them must not push acting calls out of the bucket.
-    return { call: undefined, result: await verb.run(mesh, args, { caller: invocation.caller, door: invocation.door, callId: '' }) };
+    return { call: undefined, result: await verb.run(mesh, args, { ...asked, callId: '' }) };
   }
   const call = await startCall(mesh, { ...base, args });
   let result: R;
   try {
-    result = await verb.run(mesh, args, { caller: invocation.caller, door: invocation.door, callId: call.id });
+    result = await verb.run(mesh, args, { ...asked, callId: call.id });
   } catch (error) {
     if (isStoreUnavailable(error)) mesh.logger.warn({ err: String(error), verb: verb.name, call: call.id }, 'controller verb failed: the store is unavailable');
     else if (!(error instanceof DomainError)) mesh.logger.error({ err: error, verb: verb.name, call: call.id }, 'controller verb failed');

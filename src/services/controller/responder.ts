@@ -1,10 +1,13 @@
 import { headers, type Msg, type Subscription } from '@nats-io/transport-node';
 import { inSpan, messageContext, natsSpanAttributes, SpanKind } from '../../bus/trace-context.js';
-import { Forbidden, Invalid } from '../../kernel/errors.js';
+import { type DomainError, Forbidden, Invalid, NotFound } from '../../kernel/errors.js';
 import { ID_PATTERN } from '../../kernel/ids.js';
 import { isName } from '../../kernel/names.js';
-import { CALLER_HEADER, OUTER_CALL_HEADER } from '../calls/forward.js';
+import { SCOPES, type Scope } from '../access/caller.js';
+import type { NatsUsers } from '../access/nats-users.js';
+import { CALLER_HEADER, OUTER_CALL_HEADER, SCOPES_HEADER } from '../calls/forward.js';
 import { callErrorOf, recordedCallOf, refuseCall } from '../calls/records.js';
+import { type AnyControllerVerb, mayRun, scopeRefusal } from '../calls/verb.js';
 import type { Mesh } from '../mesh.js';
 import { invokeVerb, refuseUnknownVerb } from './invoke.js';
 import { controllerVerb } from './verbs.js';
@@ -75,48 +78,99 @@ function readBody(data: Uint8Array): unknown {
   }
 }
 
+/** What the unnamed subject's caller may do: read, and nothing that shows another caller's calls (see admissionOf). */
+const UNNAMED_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['read']);
+
+/** Who sent a request: the verb it names, the caller, whether the subject named them, their scopes and the outer call. */
+interface Asker {
+  verb: string;
+  caller: string;
+  named: boolean;
+  scopes: ReadonlySet<Scope>;
+  outerCallId: string | undefined;
+}
+
+/** The scopes a forwarded call carries (Mesh-Scopes), known ones only; none when absent. */
+const scopesFromHeader = (value: string | undefined): ReadonlySet<Scope> =>
+  new Set((value ?? '').split(',').filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope)));
+
 /**
- * The caller of a request, from its subject; and for a call the controller forwarded to its own seat
+ * The caller of a request, from its subject, and their scopes: a named user's from MESH_NATS_USERS_FILE
+ * (`users`); the unnamed subject's, `read`. For a call the controller forwarded to its own seat
  * (callVerb, sent on the controller's own named subject, which only the controller may publish to),
- * the original caller and the outer call, from the headers forwardCall sets.
+ * the original caller, its scopes and the outer call, from the headers forwardCall sets: the inner
+ * verb runs with the outer caller's scopes, never the controller's.
  */
-function whoCalls(mesh: Mesh, msg: Msg): { verb: string; caller: string; named: boolean; outerCallId: string | undefined } {
+function whoCalls(mesh: Mesh, users: NatsUsers, msg: Msg): Asker {
   const { verb, caller, named } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, msg.subject);
-  if (!named || caller !== mesh.config.controller) return { verb, caller, named, outerCallId: undefined };
+  if (!named) return { verb, caller, named, scopes: UNNAMED_SCOPES, outerCallId: undefined };
+  if (caller !== mesh.config.controller) return { verb, caller, named, scopes: users.scopesOf(caller), outerCallId: undefined };
   const original = msg.headers?.get(CALLER_HEADER);
   const outer = msg.headers?.get(OUTER_CALL_HEADER);
   return {
     verb,
     caller: original && isName(original) ? original : caller,
     named,
+    scopes: scopesFromHeader(msg.headers?.get(SCOPES_HEADER)),
     outerCallId: outer && ID_PATTERN.test(outer) ? outer : undefined,
   };
 }
 
-async function handle(mesh: Mesh, msg: Msg): Promise<void> {
-  const { verb, caller, named, outerCallId } = whoCalls(mesh, msg);
+/** Why a NATS request was refused before it became a call; each is counted (`mesh_nats_refused_total`), none kept. */
+export type NatsRefusal = 'unnamed' | 'scope' | 'unknown-verb';
+export const NATS_REFUSALS = ['unnamed', 'scope', 'unknown-verb'] as const satisfies readonly NatsRefusal[];
+
+/**
+ * Whether a request may become a call at all. On the unnamed subject only reading verbs are
+ * answered, and not those showing other callers' calls; a verb nobody serves is refused there.
+ * Anywhere, a caller without the verb's scope (or, with a users file, an unlisted user) is refused.
+ * Such refusals are answered and counted, never kept: a flood of them cannot push real calls out.
+ */
+function admissionOf(mesh: Mesh, known: AnyControllerVerb<Mesh> | undefined, asker: Asker): { reason: NatsRefusal; error: DomainError } | undefined {
+  const named = (verb: string) => mesh.subjects.seatVerbAs(mesh.config.controller, verb, '<your NATS user>');
+  if (!asker.named) {
+    if (!known) return { reason: 'unknown-verb', error: new NotFound('verb', `${mesh.config.controller}.${asker.verb.slice(0, 200)}`) };
+    if (known.acting || known.recordsItsOwnCall) {
+      return {
+        reason: 'unnamed',
+        error: new Forbidden(`${known.name} acts under its caller's name: send it to ${named(known.name)}, which only that user may publish to`),
+      };
+    }
+    if (known.showsOthersCalls) {
+      return { reason: 'unnamed', error: new Forbidden(`${known.name} shows other callers' calls: ask on ${named(known.name)}, under your own name`) };
+    }
+  }
+  if (asker.scopes.size === 0)
+    return { reason: 'scope', error: new Forbidden(`NATS user ${asker.caller} has no scope on this controller (MESH_NATS_USERS_FILE)`) };
+  if (known && !mayRun(known, asker.scopes)) return { reason: 'scope', error: scopeRefusal(asker.caller, known.name, known.scope) };
+  return undefined;
+}
+
+async function handle(mesh: Mesh, users: NatsUsers, msg: Msg, refused: (reason: NatsRefusal) => void): Promise<void> {
+  const asker = whoCalls(mesh, users, msg);
+  const { verb, caller, scopes, outerCallId } = asker;
   const door = 'NATS' as const;
   const known = controllerVerb(verb);
+  const refusal = admissionOf(mesh, known, asker);
+  if (refusal) {
+    refused(refusal.reason);
+    return answer(mesh, msg, { ok: false, error: callErrorOf(refusal.error) });
+  }
   let args: unknown;
   try {
     if (!msg.reply) throw new Invalid('a verb call needs a reply subject: send it as a request', 'reply');
     args = readBody(msg.data);
-    if (known && (known.acting || known.recordsItsOwnCall) && !named) {
-      throw new Forbidden(
-        `${verb} acts under its caller's name: send it to ${mesh.subjects.seatVerbAs(mesh.config.controller, verb, '<your NATS user>')}, which only that user may publish to`,
-      );
-    }
   } catch (error) {
     // A refused read is not kept either; a refused act, or a verb nobody serves, is.
     if (known && !known.acting && !known.recordsItsOwnCall) return answer(mesh, msg, { ok: false, error: callErrorOf(error) });
     const raw = msg.data.length > NATS_BODY_MAX ? `(${msg.data.length} bytes, not kept)` : new TextDecoder().decode(msg.data.subarray(0, REFUSED_BODY_KEPT));
-    const refused = await refuseCall(mesh, { seat: mesh.config.controller, verb, args: raw, caller, door, outerCallId }, callErrorOf(error));
-    return answer(mesh, msg, { ok: false, error: callErrorOf(error) }, refused.id);
+    const recorded = await refuseCall(mesh, { seat: mesh.config.controller, verb, args: raw, caller, door, outerCallId }, callErrorOf(error));
+    return answer(mesh, msg, { ok: false, error: callErrorOf(error) }, recorded.id);
   }
   try {
     const { call, result } = known
-      ? await invokeVerb(mesh, known, { args, caller, door, outerCallId })
-      : await refuseUnknownVerb(mesh, verb, { args, caller, door, outerCallId });
+      ? await invokeVerb(mesh, known, { args, caller, scopes, door, outerCallId })
+      : await refuseUnknownVerb(mesh, verb, { args, caller, scopes, door, outerCallId });
     answer(mesh, msg, { ok: true, answer: result }, call?.id);
   } catch (error) {
     answer(mesh, msg, { ok: false, error: callErrorOf(error) }, recordedCallOf(error));
@@ -126,21 +180,34 @@ async function handle(mesh: Mesh, msg: Msg): Promise<void> {
 export interface Responder {
   /** Takes no new request (the queue group's other replicas get them) and resolves once those in flight are answered. */
   stop(): Promise<void>;
+  /** Requests this replica refused before they became calls, by reason, since it started (for /metrics). */
+  refused(): Readonly<Record<NatsRefusal, number>>;
 }
 
 /**
  * Answers the controller's verbs on `<subjects>.seat.<controller>.*`, in the queue group
- * `<controller>` so that one replica answers each request. Every request is a call, recorded
- * whatever its outcome. Answers `{"ok":true,"answer":…}` or `{"ok":false,"error":{"code","message"}}`.
+ * `<controller>` so that one replica answers each request. A request the caller may make is a call,
+ * recorded whatever its outcome (reads are not kept); one refused by admissionOf is only counted.
+ * `users` gives each named NATS user its scopes. Answers `{"ok":true,"answer":…}` or `{"ok":false,"error":{"code","message"}}`.
  */
-export function startResponder(mesh: Mesh): Responder {
+export function startResponder(mesh: Mesh, users: NatsUsers): Responder {
+  const refusals: Record<NatsRefusal, number> = { unnamed: 0, scope: 0, 'unknown-verb': 0 };
+  const refused = (reason: NatsRefusal) => {
+    refusals[reason]++;
+  };
   let inFlight = 0;
   let recordingBusy = 0;
   const pending = new Set<Promise<void>>();
   /** A BUSY answer; for an act (or a verb nobody serves) recorded as a refused call first, as any refusal is. */
   const refuseBusy = (msg: Msg) => {
-    const { verb, caller, outerCallId } = whoCalls(mesh, msg);
+    const asker = whoCalls(mesh, users, msg);
+    const { verb, caller, outerCallId } = asker;
     const known = controllerVerb(verb);
+    const refusal = admissionOf(mesh, known, asker);
+    if (refusal) {
+      refused(refusal.reason);
+      return answer(mesh, msg, { ok: false, error: callErrorOf(refusal.error) });
+    }
     const kept = !known || known.acting || known.recordsItsOwnCall;
     if (!kept || !msg.reply) return answer(mesh, msg, { ok: false, error: BUSY });
     if (recordingBusy >= BUSY_RECORDING_MAX) {
@@ -171,7 +238,7 @@ export function startResponder(mesh: Mesh): Responder {
     // A server span in the trace the request's traceparent names (an agent's), or a new trace.
     const { verb } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, msg.subject);
     const traced = { kind: SpanKind.SERVER, parent: messageContext(msg.headers), attributes: natsSpanAttributes(msg.subject) };
-    const done: Promise<void> = inSpan(`controller ${verb.slice(0, 100)}`, traced, () => handle(mesh, msg))
+    const done: Promise<void> = inSpan(`controller ${verb.slice(0, 100)}`, traced, () => handle(mesh, users, msg, refused))
       .catch((error) => mesh.logger.error({ err: error, subject: msg.subject }, 'controller verb request failed'))
       .finally(() => {
         inFlight--;
@@ -185,6 +252,7 @@ export function startResponder(mesh: Mesh): Responder {
   );
   let stopped: Promise<void> | undefined;
   return {
+    refused: () => ({ ...refusals }),
     // Once: the gateway's drain calls it, and its stop again.
     stop: () =>
       (stopped ??= (async () => {

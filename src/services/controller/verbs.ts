@@ -1,3 +1,4 @@
+import type { Scope } from '../access/caller.js';
 import { type AnyControllerVerb, protocolOf } from '../calls/verb.js';
 import { callByIdVerb, callsVerb, callVerbVerb } from '../calls/verbs.js';
 import { resetConsumerVerb } from '../consumers/verbs.js';
@@ -37,6 +38,9 @@ const REGISTERED_VERBS: readonly AnyControllerVerb<Mesh>[] = [
 
 /** The controller's verbs as its seat row keeps them. */
 export const CONTROLLER_VERBS: Verb[] = REGISTERED_VERBS.map(protocolOf);
+
+/** The scope each verb needs, by name (docs/access.md lists them). */
+export const CONTROLLER_VERB_SCOPES: Readonly<Record<string, Scope>> = Object.fromEntries(REGISTERED_VERBS.map((verb) => [verb.name, verb.scope]));
 
 /** The controller's verb of that name, or undefined. */
 export const controllerVerb = (name: string): AnyControllerVerb<Mesh> | undefined => REGISTERED_VERBS.find((v) => v.name === name);

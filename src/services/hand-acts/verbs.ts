@@ -5,6 +5,7 @@ import { HAND_ACTS_PAGE_DEFAULT, type HandActLog, leaveHandAct, listHandActs, re
 /** Records a repair done by hand outside the mesh, so it leaves a trace with its why. */
 export const recordHandActVerb = actingVerb(
   'recordHandAct',
+  'act',
   { act: { type: 'String', required: true }, target: { type: 'String' } },
   (mesh: HandActLog, args, call) => leaveHandAct(mesh, args, call, args.act, args.target ?? null),
 );
@@ -12,6 +13,7 @@ export const recordHandActVerb = actingVerb(
 /** A page of the hand-act log, newest first, as the NATS door answers it: `{handActs, hasNextPage}`. */
 export const handActsVerb = readingVerb(
   'handActs',
+  'read',
   {
     first: { type: 'Int' },
     after: { type: 'String' },
@@ -30,6 +32,6 @@ export const handActsVerb = readingVerb(
 );
 
 /** Causes given to more than one hand-act since an instant (default: the last seven days). */
-export const repeatedCausesVerb = readingVerb('repeatedCauses', { since: { type: 'DateTime' } }, async (mesh: HandActLog, args) =>
+export const repeatedCausesVerb = readingVerb('repeatedCauses', 'read', { since: { type: 'DateTime' } }, async (mesh: HandActLog, args) =>
   repeatedCauses(mesh, instant(args.since, 'since')),
 );

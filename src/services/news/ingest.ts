@@ -7,6 +7,7 @@ import { isStoreUnavailable } from '../../kernel/errors.js';
 import { STORE_WAIT_FIRST_MS, STORE_WAIT_MAX_MS, type Store } from '../../store/db.js';
 import { type Duration, heartbeatGaps, recordDurations } from '../durations/durations.js';
 import type { MeshEvents } from '../events.js';
+import { withoutControllerClaims } from '../machines/claims.js';
 import { type Heartbeat, recordHeartbeats } from '../machines/machines.js';
 import { applyReports, type Report, type RolloutMesh } from '../plans/rollout.js';
 import type { Leases } from '../replicas/leases.js';
@@ -136,7 +137,7 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
   }
   const durations: Duration[] = [];
   for (const chunk of chunked(beats)) {
-    const recorded = await retryOnce(() => recordHeartbeats(mesh.db, chunk));
+    const recorded = await retryOnce(() => recordHeartbeats(mesh.db, withoutControllerClaims(chunk, mesh)));
     durations.push(...heartbeatGaps(recorded, mesh.config.heartbeatSeconds, mesh.leases.continuousSince()));
   }
   if (builds.length) durations.push(...(await retryOnce(() => recordBuildNews(mesh.db, builds))));

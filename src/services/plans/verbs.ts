@@ -10,6 +10,7 @@ type ActingPlansMesh = PlansMesh & HandActLog;
 /** Plans a build's rollout to a seat's holders; its first tier is applied before it answers. */
 export const pushVerb = actingVerb(
   'push',
+  'act',
   { seat: { type: 'String', required: true }, build: { type: 'String', required: true }, behind: { type: 'ID' }, tiers: { type: '[[String]]' } },
   async (mesh: ActingPlansMesh, args, call) => {
     const plan = await push(mesh, args);
@@ -19,25 +20,27 @@ export const pushVerb = actingVerb(
 );
 
 /** Halts an OPEN plan; its why is the plan's stopReason. */
-export const stopPlanVerb = actingVerb('stopPlan', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
+export const stopPlanVerb = actingVerb('stopPlan', 'act', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
   const plan = await stopPlan(mesh, args.id, args.why);
   await leaveHandAct(mesh, args, call, 'stopPlan', plan.id);
   return plan;
 });
 
 /** Sends a STOPPED plan's failed machines the apply again and opens it; its rollout goes on. */
-export const resumePlanVerb = actingVerb('resumePlan', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
+export const resumePlanVerb = actingVerb('resumePlan', 'act', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
   const plan = await resumePlan(mesh, args.id);
   await leaveHandAct(mesh, args, call, 'resumePlan', plan.id);
   return plan;
 });
 
 /** Ends a plan in any state; plans queued behind it open. */
-export const closePlanVerb = actingVerb('closePlan', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
+export const closePlanVerb = actingVerb('closePlan', 'act', { id: { type: 'ID', required: true } }, async (mesh: ActingPlansMesh, args, call) => {
   const plan = await closePlan(mesh, args.id);
   await leaveHandAct(mesh, args, call, 'closePlan', plan.id);
   return plan;
 });
 
 /** Plans newest first, of one state when given. */
-export const plansVerb = readingVerb('plans', { state: { type: 'String' }, first: { type: 'Int' } }, (mesh: { db: Db }, args) => listPlans(mesh.db, args));
+export const plansVerb = readingVerb('plans', 'read', { state: { type: 'String' }, first: { type: 'Int' } }, (mesh: { db: Db }, args) =>
+  listPlans(mesh.db, args),
+);

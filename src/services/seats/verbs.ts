@@ -14,6 +14,7 @@ interface SeatsMesh extends HandActLog {
 /** Drops a seat's former name; answers the seat it pointed to. */
 export const removeAliasVerb = actingVerb(
   'removeAlias',
+  'admin',
   { alias: { type: 'String', required: true, description: 'The former name to drop; it no longer resolves afterwards.' } },
   async (mesh: SeatsMesh, args, call) => {
     const seat = await removeAlias(mesh.db, mesh.catalogue, args.alias);
@@ -25,6 +26,7 @@ export const removeAliasVerb = actingVerb(
 /** Deletes a seat nobody holds and no live plan names, with its aliases; answers the seat as it was. */
 export const retireSeatVerb = actingVerb(
   'retireSeat',
+  'admin',
   { seat: { type: 'String', required: true, description: 'The seat to retire, by its name or an alias.' } },
   async (mesh: SeatsMesh, args, call) => {
     const seat = await retireSeat(mesh.db, mesh.catalogue, args.seat);

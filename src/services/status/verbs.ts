@@ -3,4 +3,4 @@ import type { StatusFeed } from './composition.js';
 import { currentStatus } from './feed.js';
 
 /** The last composition this replica heard. */
-export const statusVerb = readingVerb('status', {}, (mesh: { status: StatusFeed }) => currentStatus(mesh.status));
+export const statusVerb = readingVerb('status', 'read', {}, (mesh: { status: StatusFeed }) => currentStatus(mesh.status));
