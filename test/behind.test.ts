@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { aBrowser, type Browser } from './fixtures/browser.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
@@ -11,6 +12,7 @@ let env: TestEnv;
 let gw: TestGateway;
 let agent: Awaited<ReturnType<typeof anAgent>>;
 let beating: NodeJS.Timeout | undefined;
+let browser: Browser | undefined;
 
 beforeAll(async () => {
   env = await testEnv('behind');
@@ -19,6 +21,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   clearInterval(beating);
+  await browser?.close();
   await agent?.close();
   await gw?.stop();
   await env?.cleanup();
@@ -82,4 +85,13 @@ test('a gateway that cannot write its news shows it is behind — heardUntil, th
 
   const printed = await meshctlStatus();
   expect(printed).toMatch(/behind by \d+ s: news up to \S+ is written, machines shown as then/);
-}, 60_000);
+
+  // The dashboard says so on its composition line, and paints the machine UP.
+  browser = await aBrowser();
+  await browser.page.goto(`${origin()}/`);
+  await expect.poll(() => browser!.page.locator('#composition').textContent(), { timeout: 15_000 }).toMatch(/behind by \d+ s/);
+  expect(await browser.page.locator('#composition').getAttribute('class')).toContain('lagging');
+  expect(await browser.page.locator('.m[data-name="steady-1"]').getAttribute('data-state')).toBe('UP');
+  await browser.screenshot('dashboard-behind.png');
+  expect(browser.foreign).toEqual([]);
+}, 90_000);
