@@ -3,6 +3,7 @@ import { NAME_PAGE_MAX } from '../src/kernel/pages.js';
 import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { defineSeat } from '../src/services/seats/define.js';
 import { holdSeat } from '../src/services/seats/holdings.js';
+import { renameSeat } from '../src/services/seats/rename.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 
 let env: TestEnv;
@@ -12,7 +13,8 @@ const HEARTBEAT_S = 10;
 // 300 machines: web-000…web-179 and db-000…db-119 over three sites, heard at ages that make every
 // third one UP, LATE or SILENT (10 s heartbeats: LATE past 15 s, SILENT past 60 s); 40 seats,
 // s-00…s-39: the even ones held on record by web machines, s-01 claimed by every db machine's
-// `store` module (held by derivation), the other odd ones not held at all.
+// `store` module (held by derivation), and so is s-39 by its former name, the other odd ones not
+// held at all.
 beforeAll(async () => {
   env = await testEnv('pages');
   gw = await startTestGateway({ ...env.env, MESH_HEARTBEAT_S: String(HEARTBEAT_S) });
@@ -30,10 +32,12 @@ beforeAll(async () => {
       machine,
       site: `site-${i % 3}`,
       modules: machine.startsWith('db') ? ['store'] : ['front'],
-      claims: machine.startsWith('db') ? { store: ['s-01'] } : undefined,
+      claims: machine.startsWith('db') ? { store: ['s-01', 's-39'] } : undefined,
       at: new Date(now - ages[i % 3]!),
     })),
   );
+  // s-39 is claimed by a name it no longer has: held by derivation through its alias.
+  await renameSeat(db, catalogue, 's-39', 's-39-renamed');
   for (let i = 0; i < 40; i += 2)
     await holdSeat(db, catalogue, { seat: `s-${String(i).padStart(2, '0')}`, machine: `web-${String(i).padStart(3, '0')}`, module: 'front' });
 });
@@ -212,10 +216,10 @@ describe('seatsConnection and holdingsConnection', () => {
     expect(names).toEqual(plain.map((s) => s.name));
     const held = await connection(gw, 'seatsConnection', { held: true, nameStartsWith: 's-', first: 100 });
     expect(held.edges.map((e) => e.node.name)).toEqual(plain.filter((s) => s.name.startsWith('s-') && s.holders.length > 0).map((s) => s.name));
-    expect(held.edges.map((e) => e.node.name)).toContain('s-01');
-    expect(held.totalCount).toBe(21);
+    expect(held.edges.map((e) => e.node.name)).toEqual(expect.arrayContaining(['s-01', 's-39-renamed']));
+    expect(held.totalCount).toBe(22);
     const unheld = await connection(gw, 'seatsConnection', { held: false, nameStartsWith: 's-', first: 100 });
-    expect(unheld.totalCount).toBe(19);
+    expect(unheld.totalCount).toBe(18);
     expect(unheld.edges.map((e) => e.node.name)).not.toContain('s-01');
   });
 
@@ -232,7 +236,7 @@ describe('seatsConnection and holdingsConnection', () => {
       after = page.pageInfo.endCursor;
     }
     expect(nodes).toEqual(plain);
-    expect(plain.length).toBe(20 + 120);
+    expect(plain.length).toBe(20 + 120 + 120);
     const ofSeat = await connection<unknown>(gw, 'holdingsConnection', { seat: 's-01', first: 50 }, SELECTION);
     expect(ofSeat.totalCount).toBe(120);
     expect(ofSeat.edges).toHaveLength(50);

@@ -29,12 +29,9 @@ export interface HoldingFilter {
  * aliases, marked derived. Seat names here are canonical. One statement, answered as one JSON
  * value: parsing one value costs a fraction of parsing a row per holding, at 20,000 holdings.
  */
-/**
- * The rows of the holdings asked (all where a filter is absent), recorded and derived, as one
- * statement's FROM: columns seat, scope, machine, module, site, since, derived.
- */
-export function heldRows(filter: HoldingFilter) {
+export async function listHoldings(db: Db, filter: HoldingFilter = {}): Promise<Holding[]> {
   const { seats, machines } = filter;
+  if (seats?.length === 0 || machines?.length === 0) return [];
   // One array parameter per list, not one parameter per name: thousands of names planned as an
   // IN list cost PostgreSQL more than the read itself (issue 13).
   const recordedSeat = seats ? sql`and h.seat = any(${[...seats]}::text[])` : sql``;
@@ -42,8 +39,10 @@ export function heldRows(filter: HoldingFilter) {
   const derivedSeat = seats ? sql`and k.seat = any(${[...seats]}::text[])` : sql``;
   const derivedMachine = machines ? sql`and a.machine = any(${[...machines]}::text[])` : sql``;
   // Recorded and derived holdings never share a seat, so `union all`; a module claiming a seat by
-  // two of its names is one holder (`distinct`).
-  return sql`
+  // two of its names is one holder (`distinct`). Sorted here rather than by Postgres's collation.
+  const result = await sql<{ holdings: [string, string, string, string, string | null, string, boolean][] | string }>`
+    select coalesce(json_agg(json_build_array(seat, scope, machine, module, site, since, derived)), '[]'::json) as holdings
+      from (
         select h.seat, h.scope, h.machine, h.module, m.site, h.since, false as derived
           from seat_holding h join machine m on m.name = h.machine
          where true ${recordedSeat} ${recordedMachine}
@@ -56,21 +55,8 @@ export function heldRows(filter: HoldingFilter) {
           join seat s on s.name = k.seat
          where a.running
            and not exists (select 1 from seat_holding r where r.seat = k.seat)
-           ${derivedSeat} ${derivedMachine}`;
-}
-
-/**
- * The holdings of the seats and machines asked (all where a filter is absent): the recorded ones,
- * and for a seat with none on record, every running module whose manifest claims it or one of its
- * aliases, marked derived. Seat names here are canonical. One statement, answered as one JSON
- * value: parsing one value costs a fraction of parsing a row per holding, at 20,000 holdings.
- */
-export async function listHoldings(db: Db, filter: HoldingFilter = {}): Promise<Holding[]> {
-  if (filter.seats?.length === 0 || filter.machines?.length === 0) return [];
-  // Sorted here rather than by Postgres's collation.
-  const result = await sql<{ holdings: [string, string, string, string, string | null, string, boolean][] | string }>`
-    select coalesce(json_agg(json_build_array(seat, scope, machine, module, site, since, derived)), '[]'::json) as holdings
-      from (${heldRows(filter)}) held`.execute(db);
+           ${derivedSeat} ${derivedMachine}
+      ) held`.execute(db);
   const raw = result.rows[0]!.holdings;
   const rows = typeof raw === 'string' ? (JSON.parse(raw) as Exclude<typeof raw, string>) : raw;
   return rows
