@@ -1,7 +1,7 @@
 import type { Holding } from '../services/seats/holdings.js';
 import { builder } from './builder.js';
-import { present } from './known-loader.js';
-import { MachineRef } from './machine.js';
+import { present, selectsOnly } from './known-loader.js';
+import { MACHINE_BRIEF_FIELDS, MachineRef } from './machine.js';
 import { SeatRef } from './seat.js';
 
 export const HoldingRef = builder.objectRef<Holding>('Holding');
@@ -16,7 +16,12 @@ HoldingRef.implement({
     scope: t.exposeString('scope'),
     machine: t.field({
       type: MachineRef,
-      resolve: (holding, _args, ctx) => present(ctx.loaders.machine.get(holding.machine), () => `holding names machine ${holding.machine}, which is gone`),
+      // A selection of name and site only is answered from the brief read (two columns a machine).
+      resolve: (holding, _args, ctx, info) =>
+        present(
+          (selectsOnly(info.fieldNodes, MACHINE_BRIEF_FIELDS) ? ctx.loaders.machineBrief : ctx.loaders.machine).get(holding.machine),
+          () => `holding names machine ${holding.machine}, which is gone`,
+        ),
     }),
     module: t.exposeString('module'),
     site: t.exposeString('site', { nullable: true }),
