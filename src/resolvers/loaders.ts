@@ -2,7 +2,7 @@ import DataLoader from 'dataloader';
 import type { Loaders } from '../schema/context.js';
 import { asksOnly, KnownLoader } from '../schema/known-loader.js';
 import { MACHINE_BRIEF_FIELDS } from '../schema/machine.js';
-import { type Machine, machineBriefsByNames, machinesByNames } from '../services/machines/machines.js';
+import { machinesByNames } from '../services/machines/machines.js';
 import type { Mesh } from '../services/mesh.js';
 import { appliesOfPlans } from '../services/plans/applies.js';
 import { type Holding, listHoldings } from '../services/seats/holdings.js';
@@ -19,14 +19,12 @@ export function createLoaders(mesh: Mesh): Loaders {
   const { db, catalogue } = mesh;
   const seat = new KnownLoader((names) => seatsByNames(db, catalogue, names));
   const machine = new KnownLoader((names) => machinesByNames(db, names));
-  // Name and site only, for selections of no more (Holding.machine chooses): the other fields are
-  // never read from these values, so they are typed as machines without being whole.
-  const machineBrief = new KnownLoader(async (names) => (await machineBriefsByNames(db, names)) as (Machine | undefined)[]);
   // Holdings bring the seats and machines they name, all of a level in one statement, when the query asks for them.
   const nextLevel = async (groups: Holding[][], asked: ReadonlySet<string>) => {
     const holdings = groups.flat();
     await Promise.all([
-      asked.has('machine') && (asksOnly(asked, 'machine', MACHINE_BRIEF_FIELDS) ? machineBrief : machine).prefetch(holdings.map((h) => h.machine)),
+      // A selection of a machine's name and site is answered by the holding itself (Holding.machine).
+      asked.has('machine') && !asksOnly(asked, 'machine', MACHINE_BRIEF_FIELDS) && machine.prefetch(holdings.map((h) => h.machine)),
       asked.has('seat') && seat.prefetch(holdings.map((h) => h.seat)),
     ]);
     return groups;
@@ -34,7 +32,6 @@ export function createLoaders(mesh: Mesh): Loaders {
   return {
     seat,
     machine,
-    machineBrief,
     holdingsBySeat: new KnownLoader(async (seats, asked) =>
       nextLevel(
         groupBy(await listHoldings(db, { seats }), seats, (h) => h.seat),

@@ -15,8 +15,6 @@ import type { KnownLoader } from './known-loader.js';
 export interface Loaders {
   seat: KnownLoader<Seat | undefined>;
   machine: KnownLoader<Machine | undefined>;
-  /** Machines of which only `MACHINE_BRIEF_FIELDS` are read: handed only to selections of those. */
-  machineBrief: KnownLoader<Machine | undefined>;
   holdingsBySeat: KnownLoader<Holding[]>;
   holdingsByMachine: KnownLoader<Holding[]>;
   aliasesBySeat: DataLoader<string, string[]>;

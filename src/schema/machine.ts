@@ -6,7 +6,7 @@ export const MachineStateEnum = builder.enumType('MachineState', {
   values: ['UP', 'LATE', 'SILENT'] as const,
 });
 
-/** The fields of a machine that its name and site answer: a selection of only these reads two columns (`machineBrief`). */
+/** The fields of a machine that its name and site answer: a holding answers a selection of only these itself. */
 export const MACHINE_BRIEF_FIELDS: ReadonlySet<string> = new Set(['name', 'site', '__typename']);
 
 export const MachineRef = builder.objectRef<Machine>('Machine').implement({

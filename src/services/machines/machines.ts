@@ -166,24 +166,6 @@ export async function machinesByNames(db: Db, names: readonly string[]): Promise
   return names.map((name) => byName.get(name));
 }
 
-/** A machine's name and site: what a nested read of `machine { name site }` asks. */
-export type MachineBrief = Pick<Machine, 'name' | 'site'>;
-
-/**
- * The machines named, name and site only, in the order asked; undefined where none has that name.
- * One statement reading two columns: no instants, no modules subquery (issue 24).
- */
-export async function machineBriefsByNames(db: Db, names: readonly string[]): Promise<(MachineBrief | undefined)[]> {
-  if (names.length === 0) return [];
-  const rows = await db
-    .selectFrom('machine as m')
-    .select(['m.name', 'm.site'])
-    .where(sql<boolean>`m.name = any(${[...new Set(names)]}::text[])`)
-    .execute();
-  const byName = new Map(rows.map((row) => [row.name, row]));
-  return names.map((name) => byName.get(name));
-}
-
 /** One heartbeat as heard: the machine, its site, the modules it runs and what each claims. */
 export interface Heartbeat {
   machine: string;
