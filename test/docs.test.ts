@@ -8,6 +8,7 @@ import * as retry from '../src/bus/retry.js';
 import * as statusStream from '../src/bus/status-stream.js';
 import * as config from '../src/config.js';
 import * as names from '../src/kernel/names.js';
+import * as pages from '../src/kernel/pages.js';
 import * as accessLog from '../src/server/access-log.js';
 import * as health from '../src/server/health.js';
 import * as server from '../src/server/http.js';
@@ -48,6 +49,7 @@ const modules = [
   retry,
   config,
   names,
+  pages,
   server,
   accessLog,
   health,
