@@ -12,7 +12,7 @@ builder.queryFields((t) => ({
   machines: t.field({
     type: [MachineRef],
     description:
-      "Every machine, by name, in one answer (`machinesConnection` pages them); of one `site` and in one `state` (judged as `Machine.state` is) when given.",
+      'Every machine, by name, in one answer (`machinesConnection` pages them); of one `site` and in one `state` (judged as `Machine.state` is) when given.',
     args: { state: t.arg({ type: MachineStateEnum }), site: t.arg.string() },
     resolve: async (_root, args, ctx, info) => {
       const state = args.state ? { is: args.state, judging: ctx.judging } : null;
