@@ -17,7 +17,7 @@ export function machineCommands(program: Command, run: Runner): void {
     .addOption(new Option('--state <state>', 'UP, LATE or SILENT').choices(MACHINE_STATES))
     .option('--site <site>', 'one site')
     .option('--name-starts-with <prefix>', 'machines whose name starts with this')
-    .addOption(new Option('--page-size <n>', 'machines asked for a page').argParser(pageSize).default(MACHINES_PAGE).hideHelp())
+    .addOption(new Option('--page-size <n>', `machines asked for a page, 1 to ${MACHINES_PAGE}`).argParser(pageSize).default(MACHINES_PAGE))
     .action((options: { state?: MachineState; site?: string; nameStartsWith?: string; pageSize: number }) =>
       run(async (ctx) => {
         const machines = await everyMachine(ctx, options);
