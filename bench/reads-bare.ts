@@ -34,16 +34,13 @@ async function machinesOf(mesh: Mesh, holdings: Holding[]): Promise<Map<string, 
 async function nested(mesh: Mesh) {
   const seats = await listSeats(mesh.db, mesh.catalogue);
   const holdings = groupBy(await listHoldings(mesh.db, { seats: seats.map((s) => s.name) }), (h) => h.seat);
-  const machines = await machinesOf(mesh, [...holdings.values()].flat());
+  // A holding carries its machine's site (issue 24): the gateway reads no machines for this shape.
   return {
     seats: seats.map((s) => ({
       name: s.name,
       scope: s.scope,
       replicated: s.replicated,
-      holders: (holdings.get(s.name) ?? []).map((h) => {
-        const m = machines.get(h.machine)!;
-        return { module: h.module, scope: h.scope, machine: { name: m.name, site: m.site } };
-      }),
+      holders: (holdings.get(s.name) ?? []).map((h) => ({ module: h.module, scope: h.scope, machine: { name: h.machine, site: h.site } })),
     })),
   };
 }

@@ -4,11 +4,23 @@ import { run as compose, run100k as compose100k } from './compose.js';
 import { run as counts } from './counts.js';
 import { run as dashboard } from './dashboard.js';
 import { run as fanout } from './fanout.js';
+import { run as pages } from './pages.js';
 import { run as reads } from './reads.js';
 import { run as stream } from './stream.js';
 
 // Each bench prints its figures; `npm run bench -- compose` runs one by name, no name runs them all.
-const BENCHES: Record<string, () => Promise<string>> = { compose, 'compose-100k': compose100k, fanout, stream, cluster, reads, dashboard, badday, counts };
+const BENCHES: Record<string, () => Promise<string>> = {
+  compose,
+  'compose-100k': compose100k,
+  fanout,
+  stream,
+  cluster,
+  reads,
+  dashboard,
+  badday,
+  counts,
+  pages,
+};
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of asked.length ? asked : Object.keys(BENCHES)) {

@@ -9,6 +9,7 @@ import * as statusStream from '../src/bus/status-stream.js';
 import * as config from '../src/config.js';
 import * as liveQueue from '../src/kernel/live-queue.js';
 import * as names from '../src/kernel/names.js';
+import * as pages from '../src/kernel/pages.js';
 import * as accessLog from '../src/server/access-log.js';
 import * as health from '../src/server/health.js';
 import * as server from '../src/server/http.js';
@@ -51,6 +52,7 @@ const modules = [
   config,
   names,
   liveQueue,
+  pages,
   server,
   accessLog,
   health,

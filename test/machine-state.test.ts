@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { type DeafSpan, type Judging, machineState, nextStateChangeMs } from '../src/services/machines/machines.js';
+import { type DeafSpan, heardBoundsOf, type Judging, machineState, nextStateChangeMs } from '../src/services/machines/machines.js';
 
 // The one UP / LATE / SILENT rule, without a gateway: judged at the instant news is heard up to,
 // and time the gateway could not hear is not silence.
@@ -59,6 +59,34 @@ describe('a machine is judged at what is heard', () => {
         if (next === undefined) return now === 'SILENT';
         return machineState(L, at(next, deaf)) === now && machineState(L, at(next + 1, deaf)) !== now;
       }),
+    );
+  });
+});
+
+describe('the state filter kept in SQL follows the one rule', () => {
+  const spans = fc.array(fc.tuple(fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 1, max: 30_000 })), { maxLength: 4 }).map((pairs) => {
+    const out: DeafSpan[] = [];
+    let from = L - 100_000;
+    for (const [gap, length] of pairs) {
+      from += gap;
+      out.push({ fromMs: from, toMs: from + length });
+      from += length;
+    }
+    return out;
+  });
+
+  test('heardBoundsOf gives each state as the range of last-heard instants machineState judges so, deaf spans included', () => {
+    fc.assert(
+      fc.property(spans, fc.integer({ min: 0, max: 300_000 }), fc.integer({ min: -400_000, max: 300_000 }), (deaf, until, heard) => {
+        const judging = at(L + until, deaf);
+        const lastHeard = L + heard;
+        for (const is of ['UP', 'LATE', 'SILENT'] as const) {
+          const { fromMs, beforeMs } = heardBoundsOf(is, judging);
+          const inside = (fromMs === undefined || lastHeard >= fromMs) && (beforeMs === undefined || lastHeard < beforeMs);
+          expect(inside, `${is} at ${heard}`).toBe(machineState(lastHeard, judging) === is);
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 });

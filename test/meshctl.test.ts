@@ -279,7 +279,7 @@ describe('exit codes and access', () => {
   }, 60_000);
 });
 
-test('a --json answer larger than a pipe buffer reaches the pipe whole', async () => {
+test('a --json answer larger than a pipe buffer reaches the pipe whole, read page after page', async () => {
   const { recordHeartbeats } = await import('../src/services/machines/machines.js');
   const at = new Date();
   await recordHeartbeats(
@@ -295,11 +295,16 @@ test('a --json answer larger than a pipe buffer reaches the pipe whole', async (
   const piped = await new Promise<string>((resolve, reject) =>
     execFile(
       'sh',
-      ['-c', `"${process.execPath}" --import tsx src/cli/main.ts --json machines --site eu-9 | (sleep 1; cat)`],
+      ['-c', `"${process.execPath}" --import tsx src/cli/main.ts --json machines --site eu-9 --page-size 250 | (sleep 1; cat)`],
       { env: { ...process.env, MESH_URL: gateway.url, MESH_TOKEN: ADMIN }, timeout: 30_000, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout) => (error ? reject(error) : resolve(stdout)),
     ),
   );
   expect(piped.length).toBeGreaterThan(64 * 1024);
-  expect(JSON.parse(piped).machines).toHaveLength(600);
+  // Three pages of 250, joined in name order with none twice.
+  expect(JSON.parse(piped).machines.map((m: { name: string }) => m.name)).toEqual(
+    Array.from({ length: 600 }, (_, i) => `pipe-${String(i).padStart(4, '0')}-with-a-long-name`),
+  );
+  const prefixed = await json(['machines', '--name-starts-with', 'pipe-001', '--page-size', '3']);
+  expect(prefixed.machines.map((m: { name: string }) => m.name)).toEqual(Array.from({ length: 10 }, (_, i) => `pipe-001${i}-with-a-long-name`));
 });

@@ -46,3 +46,24 @@ test('nested reads of seats, holders, machines and their holdings run a fixed nu
   expect(large.count).toBe(small.count);
   expect(large.count).toBeLessThanOrEqual(6);
 });
+
+test("a nested read of holders' machines by name and site is answered by the holdings without reading machines, and a wider selection still gets every field", async () => {
+  await growMesh(60, 65);
+  gw.statements.reset();
+  const brief = await gw.gql('{ seats { name holders { module machine { name site } } } }');
+  expect(brief.errors).toBeUndefined();
+  // The seats, then their holdings (which join each machine for its site): two statements.
+  expect(gw.statements.sql.filter((s) => /from "machine" as "m"/.test(s))).toEqual([]);
+  expect(gw.statements.count).toBe(2);
+  const held = brief.data.seats.find((s: { name: string }) => s.name === 's61').holders;
+  expect(held).toEqual([{ module: 'broker', machine: { name: 'm61', site: 'site-1' } }]);
+
+  // The same machines asked with modules beside a brief selection elsewhere: each answered in full where asked.
+  const mixed = await gw.gql(
+    `{ seat(name: "s61") { holders { machine { name site } } } machine(name: "m61") { name modules state } holdings(seat: "s61") { machine { name modules } } }`,
+  );
+  expect(mixed.errors).toBeUndefined();
+  expect(mixed.data.seat.holders).toEqual([{ machine: { name: 'm61', site: 'site-1' } }]);
+  expect(mixed.data.machine).toEqual({ name: 'm61', modules: ['broker', 'worker'], state: 'UP' });
+  expect(mixed.data.holdings).toEqual([{ machine: { name: 'm61', modules: ['broker', 'worker'] } }]);
+});

@@ -14,6 +14,13 @@ export const NAME_RULE = `1 to ${NAME_MAX} letters, digits, '-' or '_'`;
 export const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
+ * The first string after every name that starts with `prefix`, in code-unit order: the prefix with
+ * its last character raised by one. Names are ASCII, so `[prefix, prefixEnd(prefix))` is exactly
+ * the names that start with it, one range of an index in code-unit order (COLLATE "C").
+ */
+export const prefixEnd = (prefix: string): string => prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+
+/**
  * The one rule for seat, machine, module, site, plan and build names, used by every door
  * (GraphQL, NATS verbs, news). Returns the name; throws Invalid saying what is wrong with it.
  */

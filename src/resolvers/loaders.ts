@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Loaders } from '../schema/context.js';
-import { KnownLoader } from '../schema/known-loader.js';
+import { asksOnly, KnownLoader } from '../schema/known-loader.js';
+import { MACHINE_BRIEF_FIELDS } from '../schema/machine.js';
 import { machinesByNames } from '../services/machines/machines.js';
 import type { Mesh } from '../services/mesh.js';
 import { appliesOfPlans } from '../services/plans/applies.js';
@@ -22,7 +23,8 @@ export function createLoaders(mesh: Mesh): Loaders {
   const nextLevel = async (groups: Holding[][], asked: ReadonlySet<string>) => {
     const holdings = groups.flat();
     await Promise.all([
-      asked.has('machine') && machine.prefetch(holdings.map((h) => h.machine)),
+      // A selection of a machine's name and site is answered by the holding itself (Holding.machine).
+      asked.has('machine') && !asksOnly(asked, 'machine', MACHINE_BRIEF_FIELDS) && machine.prefetch(holdings.map((h) => h.machine)),
       asked.has('seat') && seat.prefetch(holdings.map((h) => h.seat)),
     ]);
     return groups;

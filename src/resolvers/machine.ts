@@ -1,14 +1,18 @@
+import { resolveCursorConnection } from '@pothos/plugin-relay';
+import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../kernel/pages.js';
 import { builder } from '../schema/builder.js';
 import { selected } from '../schema/known-loader.js';
 import { MachineRef, MachineStateEnum } from '../schema/machine.js';
-import { listMachines } from '../services/machines/machines.js';
+import { listMachines, type Machine } from '../services/machines/machines.js';
+import { countMachines, type MachinePageFilter, machineCursor, pageMachines } from '../services/machines/pages.js';
 import { forgetMachineVerb } from '../services/machines/verbs.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
   machines: t.field({
     type: [MachineRef],
-    description: 'Every machine, by name; of one `site` and in one `state` (judged as `Machine.state` is) when given.',
+    description:
+      'Every machine, by name, in one answer (`machinesConnection` pages them); of one `site` and in one `state` (judged as `Machine.state` is) when given.',
     args: { state: t.arg({ type: MachineStateEnum }), site: t.arg.string() },
     resolve: async (_root, args, ctx, info) => {
       const state = args.state ? { is: args.state, judging: ctx.judging } : null;
@@ -20,6 +24,38 @@ builder.queryFields((t) => ({
       return machines;
     },
   }),
+  machinesConnection: t.connection(
+    {
+      type: MachineRef,
+      description: `Machines by name (code-unit order), ${NAME_PAGE_DEFAULT} a page unless asked, at most ${NAME_PAGE_MAX} (more is an INVALID error, not a shorter page); of one \`site\`, in one \`state\` (judged as \`Machine.state\` is), whose name starts with \`nameStartsWith\`, when given. Cursors hold the name itself: valid on any replica, after restarts, and while machines come and go.`,
+      args: { site: t.arg.string(), state: t.arg({ type: MachineStateEnum }), nameStartsWith: t.arg.string() },
+      resolve: async (_root, args, ctx, info) => {
+        const filter: MachinePageFilter = {
+          site: args.site,
+          nameStartsWith: args.nameStartsWith,
+          state: args.state ? { is: args.state, judging: ctx.judging } : null,
+        };
+        const connection = await resolveCursorConnection<Promise<Machine[]>>(
+          // No maxSize here: the service refuses a page over NAME_PAGE_MAX rather than cut it.
+          { args, toCursor: machineCursor, defaultSize: NAME_PAGE_DEFAULT, maxSize: Number.MAX_SAFE_INTEGER },
+          (page) => pageMachines(ctx.mesh.db, filter, page),
+        );
+        const machines = connection.edges.flatMap((edge) => (edge ? [edge.node] : []));
+        for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
+        const holdings = selected(selected(selected(info.fieldNodes, 'edges'), 'node'), 'holdings');
+        if (holdings.length) await ctx.loaders.holdingsByMachine.asks(holdings).prefetch(machines.map((m) => m.name));
+        return { ...connection, totalCount: () => countMachines(ctx.mesh.db, filter) };
+      },
+    },
+    {
+      name: 'MachineConnection',
+      description: 'A page of machines, by name.',
+      fields: (t) => ({
+        totalCount: t.int({ description: 'How many machines the filters leave, over every page.', resolve: (connection) => connection.totalCount() }),
+      }),
+    },
+    { name: 'MachineEdge' },
+  ),
   machine: t.field({
     type: MachineRef,
     nullable: true,

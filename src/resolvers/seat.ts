@@ -1,16 +1,19 @@
+import { resolveCursorConnection } from '@pothos/plugin-relay';
+import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../kernel/pages.js';
 import { builder } from '../schema/builder.js';
 import type { GatewayContext } from '../schema/context.js';
 import { selected } from '../schema/known-loader.js';
 import { SeatInput, SeatRef } from '../schema/seat.js';
 import { defineSeatBy, renameSeatBy, type SeatChangeBy } from '../services/seats/changes.js';
-import { listSeats } from '../services/seats/seats.js';
+import { countSeats, pageSeats, type SeatPageFilter, seatCursor } from '../services/seats/pages.js';
+import { listSeats, type Seat } from '../services/seats/seats.js';
 import { retireSeatVerb } from '../services/seats/verbs.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
   seats: t.field({
     type: [SeatRef],
-    description: 'Every seat, by name.',
+    description: 'Every seat, by name, in one answer (`seatsConnection` pages them).',
     resolve: async (_root, _args, ctx, info) => {
       const seats = await listSeats(ctx.mesh.db, ctx.mesh.catalogue);
       for (const seat of seats) ctx.loaders.seat.prime(seat.name, seat);
@@ -20,6 +23,34 @@ builder.queryFields((t) => ({
       return seats;
     },
   }),
+  seatsConnection: t.connection(
+    {
+      type: SeatRef,
+      description: `Seats by name (code-unit order), ${NAME_PAGE_DEFAULT} a page unless asked, at most ${NAME_PAGE_MAX} (more is an INVALID error, not a shorter page); whose name starts with \`nameStartsWith\`, and held or not (\`held\`: a holding on record or derived), when given. Cursors hold the name itself: valid on any replica and after restarts.`,
+      args: { nameStartsWith: t.arg.string(), held: t.arg.boolean() },
+      resolve: async (_root, args, ctx, info) => {
+        const filter: SeatPageFilter = { nameStartsWith: args.nameStartsWith, held: args.held };
+        const connection = await resolveCursorConnection<Promise<Seat[]>>(
+          // No maxSize here: the service refuses a page over NAME_PAGE_MAX rather than cut it.
+          { args, toCursor: seatCursor, defaultSize: NAME_PAGE_DEFAULT, maxSize: Number.MAX_SAFE_INTEGER },
+          (page) => pageSeats(ctx.mesh.db, ctx.mesh.catalogue, filter, page),
+        );
+        const seats = connection.edges.flatMap((edge) => (edge ? [edge.node] : []));
+        for (const seat of seats) ctx.loaders.seat.prime(seat.name, seat);
+        const holders = selected(selected(selected(info.fieldNodes, 'edges'), 'node'), 'holders');
+        if (holders.length) await ctx.loaders.holdingsBySeat.asks(holders).prefetch(seats.map((s) => s.name));
+        return { ...connection, totalCount: () => countSeats(ctx.mesh.db, filter) };
+      },
+    },
+    {
+      name: 'SeatConnection',
+      description: 'A page of seats, by name.',
+      fields: (t) => ({
+        totalCount: t.int({ description: 'How many seats the filters leave, over every page.', resolve: (connection) => connection.totalCount() }),
+      }),
+    },
+    { name: 'SeatEdge' },
+  ),
   seat: t.field({
     type: SeatRef,
     nullable: true,

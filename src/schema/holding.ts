@@ -1,10 +1,14 @@
+import type { Machine } from '../services/machines/machines.js';
 import type { Holding } from '../services/seats/holdings.js';
 import { builder } from './builder.js';
-import { present } from './known-loader.js';
-import { MachineRef } from './machine.js';
+import { present, selectsOnly } from './known-loader.js';
+import { MACHINE_BRIEF_FIELDS, MachineRef } from './machine.js';
 import { SeatRef } from './seat.js';
 
 export const HoldingRef = builder.objectRef<Holding>('Holding');
+
+/** The machine of a holding as far as `MACHINE_BRIEF_FIELDS` go; its other fields are never read from it. */
+const briefMachine = (holding: Holding): Machine => ({ name: holding.machine, site: holding.site }) as Machine;
 
 HoldingRef.implement({
   description: 'A module on a machine holding a seat.',
@@ -16,7 +20,12 @@ HoldingRef.implement({
     scope: t.exposeString('scope'),
     machine: t.field({
       type: MachineRef,
-      resolve: (holding, _args, ctx) => present(ctx.loaders.machine.get(holding.machine), () => `holding names machine ${holding.machine}, which is gone`),
+      // A selection of name and site only is answered by the holding itself, which read the
+      // machine's site in its own statement (joined, so the machine existed): no machine read.
+      resolve: (holding, _args, ctx, info) =>
+        selectsOnly(info.fieldNodes, MACHINE_BRIEF_FIELDS)
+          ? briefMachine(holding)
+          : present(ctx.loaders.machine.get(holding.machine), () => `holding names machine ${holding.machine}, which is gone`),
     }),
     module: t.exposeString('module'),
     site: t.exposeString('site', { nullable: true }),

@@ -33,9 +33,19 @@ export class KnownLoader<V> {
     this.#known.set(key, value);
   }
 
-  /** Notes the fields selected directly under these field nodes, whose values this loader answers. */
+  /**
+   * Notes the fields selected directly under these field nodes, whose values this loader answers,
+   * and one level below them as `field/sub` (`field/*` for a fragment there), so that the batch
+   * reads the next level's columns only as far as they are asked.
+   */
   asks(fieldNodes: readonly FieldNode[]): this {
-    for (const node of fieldNodes) for (const s of node.selectionSet?.selections ?? []) if (s.kind === Kind.FIELD) this.#asked.add(s.name.value);
+    for (const node of fieldNodes) {
+      for (const s of node.selectionSet?.selections ?? []) {
+        if (s.kind !== Kind.FIELD) continue;
+        this.#asked.add(s.name.value);
+        for (const t of s.selectionSet?.selections ?? []) this.#asked.add(`${s.name.value}/${t.kind === Kind.FIELD ? t.name.value : '*'}`);
+      }
+    }
     return this;
   }
 
@@ -61,6 +71,14 @@ export class KnownLoader<V> {
  */
 export const selected = (fieldNodes: readonly FieldNode[], field: string): FieldNode[] =>
   fieldNodes.flatMap((node) => (node.selectionSet?.selections ?? []).filter((s): s is FieldNode => s.kind === Kind.FIELD && s.name.value === field));
+
+/** Whether these field nodes select only fields among `fields` (no fragment): a brief read answers them. */
+export const selectsOnly = (fieldNodes: readonly FieldNode[], fields: ReadonlySet<string>): boolean =>
+  fieldNodes.every((node) => (node.selectionSet?.selections ?? []).every((s) => s.kind === Kind.FIELD && fields.has(s.name.value)));
+
+/** Whether a loader's asked set (`asks`) selects under `field` only fields among `fields`. */
+export const asksOnly = (asked: ReadonlySet<string>, field: string, fields: ReadonlySet<string>): boolean =>
+  [...asked].every((a) => !a.startsWith(`${field}/`) || fields.has(a.slice(field.length + 1)));
 
 /** A value read by a loader, or the error of one that should exist and does not. */
 export function present<V>(value: V | undefined | Promise<V | undefined>, gone: () => string): V | Promise<V> {

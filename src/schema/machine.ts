@@ -6,6 +6,9 @@ export const MachineStateEnum = builder.enumType('MachineState', {
   values: ['UP', 'LATE', 'SILENT'] as const,
 });
 
+/** The fields of a machine that its name and site answer: a holding answers a selection of only these itself. */
+export const MACHINE_BRIEF_FIELDS: ReadonlySet<string> = new Set(['name', 'site', '__typename']);
+
 export const MachineRef = builder.objectRef<Machine>('Machine').implement({
   description: 'A machine of the mesh, as its heartbeats describe it.',
   // Machine.holdings is added in holding.ts, where HoldingRef is, so the two files import one way.

@@ -33,7 +33,7 @@ function compiledOf(row: SeatRow, defaults: readonly string[], catalogue: Catalo
  * (by its name or a former name): a row written before the protocol was data keeps the binary's
  * until seeding fills it.
  */
-function toSeat(row: SeatRow & { defaults: unknown }, catalogue: Catalogue): Seat {
+export function toSeat(row: SeatRow & { defaults: unknown }, catalogue: Catalogue): Seat {
   const defaults = typeof row.defaults === 'string' ? (JSON.parse(row.defaults) as string[]) : ((row.defaults as string[] | null) ?? []);
   const compiled = compiledOf(row, defaults, catalogue);
   const accepts = readNames(row.accepts);
@@ -52,7 +52,7 @@ function toSeat(row: SeatRow & { defaults: unknown }, catalogue: Catalogue): Sea
 }
 
 /** The seat rows with, in the same statement, each one's aliases that name a default seat. */
-function seatQuery(db: Db, catalogue: Catalogue) {
+export function seatQuery(db: Db, catalogue: Catalogue) {
   const defaults = [...catalogue.seats.keys()];
   return db
     .selectFrom('seat')

@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { type CompiledQuery, Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { PageRequest } from '../src/kernel/pages.js';
+import { countMachines, type MachinePageFilter, machineCursor, pageMachines } from '../src/services/machines/pages.js';
+import { compiledCatalogue } from '../src/services/seats/catalogue.js';
+import { countHoldings, countSeats, pageHoldings, pageSeats } from '../src/services/seats/pages.js';
+import { migrateToLatest } from '../src/store/migrate.js';
+import type { DB } from '../src/store/tables.js';
+import { seed } from './compose.js';
+
+// `npm run bench -- pages`: the Relay connections' reads at 100,000 machines (bench/compose.ts's
+// mesh: 20 sites, 20,000 seats, 100,000 holdings on record and 100,000 derived), each the service
+// function a connection runs, timed from Node (median of BENCH_ROUNDS), and its statement's plan
+// with `EXPLAIN (ANALYZE, BUFFERS)`. BENCH_CASES=holdings runs the cases whose name starts so.
+const MACHINES = Number(process.env.BENCH_MACHINES ?? 100_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 21);
+const HEARTBEAT_S = 10;
+const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function admin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function run(): Promise<string> {
+  const name = `bench_pages_${randomBytes(4).toString('hex')}`;
+  await admin(`create database "${name}"`);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 2, options: '-c jit=off' });
+  // The statements the last call ran, to explain them afterwards with their own parameters.
+  let ran: CompiledQuery[] = [];
+  const db = new Kysely<DB>({
+    dialect: new PostgresDialect({ pool }),
+    log: (event) => {
+      if (event.level === 'query') ran.push(event.query);
+    },
+  });
+  const lines: string[] = [];
+  const out = (line: string) => {
+    lines.push(line);
+    console.error(line);
+  };
+  try {
+    await migrateToLatest(db);
+    const seeding = performance.now();
+    await seed(db as never, { machines: MACHINES, seats: MACHINES / 5, recordedPerMachine: 1, compositions: 0, newsRate: 0, newsSeconds: 0 });
+    out(
+      `seeded ${MACHINES} machines, ${MACHINES / 5} seats, ${MACHINES} holdings on record and ${MACHINES} derived in ${((performance.now() - seeding) / 1000).toFixed(1)} s`,
+    );
+    const catalogue = compiledCatalogue('bench-controller', []);
+    const middle = machineCursor({ name: `m-${Math.floor(MACHINES / 2)}` } as never);
+    const page = (limit: number, more: Partial<PageRequest> = {}): PageRequest => ({ limit: limit + 1, ...more });
+    const up: MachinePageFilter = { state: { is: 'UP', judging: { heardUntilMs: Date.now(), heartbeatSeconds: HEARTBEAT_S } } };
+    const silent: MachinePageFilter = { state: { is: 'SILENT', judging: { heardUntilMs: Date.now(), heartbeatSeconds: HEARTBEAT_S } } };
+    const cases: [string, () => Promise<unknown>][] = [
+      ['machines, first 100', () => pageMachines(db, {}, page(100))],
+      ['machines, first 1,000', () => pageMachines(db, {}, page(1000))],
+      ['machines, first 100 after the middle', () => pageMachines(db, {}, page(100, { after: middle }))],
+      ['machines, last 100', () => pageMachines(db, {}, page(100, { inverted: true }))],
+      ['machines, nameStartsWith "m-9999", first 100', () => pageMachines(db, { nameStartsWith: 'm-9999' }, page(100))],
+      ['machines, site "site-7", first 100 after the middle', () => pageMachines(db, { site: 'site-7' }, page(100, { after: middle }))],
+      ['machines, state UP, first 100', () => pageMachines(db, up, page(100))],
+      ['machines, state SILENT, first 100', () => pageMachines(db, silent, page(100))],
+      ['machines, totalCount (all)', () => countMachines(db, {})],
+      ['machines, totalCount site "site-7"', () => countMachines(db, { site: 'site-7' })],
+      ['machines, totalCount nameStartsWith "m-9999"', () => countMachines(db, { nameStartsWith: 'm-9999' })],
+      ['seats, first 100', () => pageSeats(db, catalogue, {}, page(100))],
+      ['seats, held false, first 100', () => pageSeats(db, catalogue, { held: false }, page(100))],
+      ['seats, totalCount (all)', () => countSeats(db, {})],
+      ['holdings, seat "seat-77", first 100', () => pageHoldings(db, { seats: ['seat-77'] }, page(100))],
+      ['holdings, machine "m-4242", first 100', () => pageHoldings(db, { machines: ['m-4242'] }, page(100))],
+      ['holdings, all, first 100', () => pageHoldings(db, {}, page(100))],
+      ['holdings, totalCount seat "seat-77"', () => countHoldings(db, { seats: ['seat-77'] })],
+    ];
+    out('');
+    out('| read | answered | median wall (Node, pg and PostgreSQL) | PostgreSQL execution (EXPLAIN ANALYZE) |');
+    out('|---|---|---|---|');
+    const plans: string[] = [];
+    const only = process.env.BENCH_CASES;
+    for (const [what, read] of cases.filter(([what]) => !only || what.startsWith(only))) {
+      const walls: number[] = [];
+      let answered: unknown;
+      for (let i = 0; i < ROUNDS; i++) {
+        ran = [];
+        const start = performance.now();
+        answered = await read();
+        walls.push(performance.now() - start);
+      }
+      const statement = ran.at(-1)!;
+      const explained = await pool.query(`explain (analyze, buffers) ${statement.sql}`, statement.parameters as unknown[]);
+      const plan = explained.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
+      const execution = /Execution Time: ([\d.]+) ms/.exec(plan)?.[1];
+      const size = Array.isArray(answered) ? `${answered.length} items` : String(answered);
+      out(`| ${what} | ${size} | ${median(walls).toFixed(2)} ms | ${execution} ms |`);
+      plans.push(`### ${what}\n\n\`\`\`\n${plan}\n\`\`\``);
+    }
+    out('');
+    out(plans.join('\n\n'));
+    out('');
+    out(
+      `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; load average at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(', ')}`,
+    );
+    return lines.join('\n');
+  } finally {
+    await db.destroy();
+    await admin(`drop database if exists "${name}" with (force)`);
+  }
+}
