@@ -26,6 +26,8 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string,
  */
 export class Timeline {
   private points: CountPoint[] = [];
+  /** The instant of the latest composition heard (the chart's right edge). */
+  private latestMs = 0;
   private stepMs = 60_000;
   private marked: string | undefined;
   private readonly chart: SVGSVGElement;
@@ -56,10 +58,16 @@ export class Timeline {
     this.draw();
   }
 
-  /** The live composition's counts: the last point moves, or a new one starts once a step has passed. */
+  /**
+   * The live composition's counts: the last point takes them (keeping the instant its step began,
+   * so the bar before it is not stretched to now), or a new one starts once a step has passed. The
+   * chart runs to the latest composition, so the mesh as it is now is drawn, not only named.
+   */
   live(point: CountPoint): void {
     const last = this.points.at(-1);
-    if (last && Date.parse(point.at) - Date.parse(last.at) < this.stepMs && this.points.length > 1) this.points[this.points.length - 1] = point;
+    this.latestMs = Math.max(this.latestMs, Date.parse(point.at));
+    if (last && Date.parse(point.at) - Date.parse(last.at) < this.stepMs && this.points.length > 1)
+      this.points[this.points.length - 1] = { ...point, at: last.at };
     else this.points.push(point);
     if (this.points.length > POINTS_KEPT) this.points.splice(0, this.points.length - POINTS_KEPT);
     this.draw();
@@ -76,7 +84,7 @@ export class Timeline {
     const last = this.points.at(-1);
     if (!first || !last) return undefined;
     const from = Date.parse(first.at);
-    return [from, Math.max(Date.parse(last.at), from + 1000)];
+    return [from, Math.max(Date.parse(last.at), this.latestMs, from + 1000)];
   }
 
   private instantAt(clientX: number): string | undefined {
@@ -126,6 +134,6 @@ export class Timeline {
     }
     this.chart.replaceChildren(...nodes);
     const last = this.points.at(-1)!;
-    this.caption.textContent = `${clock(new Date(from).toISOString())} – ${clock(last.at)} · now ${last.up} up · ${last.late} late · ${last.silent} silent · click to look back`;
+    this.caption.textContent = `${clock(new Date(from).toISOString())} – ${clock(new Date(to).toISOString())} · now ${last.up} up · ${last.late} late · ${last.silent} silent · click to look back`;
   }
 }
