@@ -144,7 +144,7 @@ test('a verb call over NATS with a traceparent header is handled in that trace',
   const agent = aTraceparent();
   const h = headers();
   h.set('traceparent', agent.header);
-  const answer = await holder.request(`${env.subjects}.seat.${env.controller}.calls`, JSON.stringify({}), { timeout: 10_000, headers: h });
+  const answer = await holder.request(`${env.subjects}.seat.${env.controller}.calls.tracer`, JSON.stringify({}), { timeout: 10_000, headers: h });
   expect(answer.json<{ ok: boolean }>().ok).toBe(true);
   const spans = await eventually(
     () => {
