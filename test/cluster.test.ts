@@ -401,8 +401,18 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
         const kv = await kvm.open(bucket);
         // A call whose caller gave up may still be finishing (its writes retried): count what was there before listing.
         const { state } = await nodeJsm.streams.info(streamOf(bucket));
-        const keys: string[] = [];
-        for await (const key of await kv.keys()) keys.push(key);
+        // A listing just after the node's stream caught up can end a few keys short (seen on Node 22
+        // with the previous commit too): every key must be listed, by a listing made again until it is.
+        const keys = await eventually(
+          async () => {
+            const listed: string[] = [];
+            for await (const key of await kv.keys()) listed.push(key);
+            return listed.length >= (state.num_subjects ?? state.messages) ? listed : undefined;
+          },
+          `every key of ${bucket} listed on ${node!.name}`,
+          20_000,
+          500,
+        );
         expect(keys.length, bucket).toBeGreaterThanOrEqual(state.num_subjects ?? state.messages);
         const unreadable: string[] = [];
         const wanted = bucket.endsWith('_calls')
