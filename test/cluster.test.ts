@@ -366,16 +366,25 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
       const { data } = await survivor.gql(`query($id: ID!) { call(id: $id) { state } }`, { id: ack.callId }).catch(() => ({ data: undefined }));
       if (data?.call?.state !== 'OK') missing.push(`${ack.callId}: ${JSON.stringify(data?.call)}`);
     }
-    const acts = new Set<string>();
-    let after: string | undefined;
-    for (;;) {
-      const { data } = await survivor.gql(
-        `query($after: String) { handActs(cause: "cluster", first: 500, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } }`,
-        { after },
-      );
-      for (const { node: act } of data.handActs.edges) acts.add(act.id);
-      if (!data.handActs.pageInfo.hasNextPage) break;
-      after = data.handActs.pageInfo.endCursor;
+    // The survivor lists hand-acts from its view of the bucket, which its watch brings up to date
+    // after the node loss: every acknowledged one must be listed, by a listing read again until it is.
+    const listed = async () => {
+      const acts = new Set<string>();
+      let after: string | undefined;
+      for (;;) {
+        const { data } = await survivor.gql(
+          `query($after: String) { handActs(cause: "cluster", first: 500, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } }`,
+          { after },
+        );
+        for (const { node: act } of data.handActs.edges) acts.add(act.id);
+        if (!data.handActs.pageInfo.hasNextPage) return acts;
+        after = data.handActs.pageInfo.endCursor;
+      }
+    };
+    let acts = await listed();
+    for (let i = 0; i < 40 && acknowledged.some((ack) => !acts.has(ack.handActId)); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      acts = await listed();
     }
     for (const ack of acknowledged) if (!acts.has(ack.handActId)) missing.push(`hand-act ${ack.handActId} of ${ack.callId}`);
     expect(missing).toEqual([]);
