@@ -1,7 +1,7 @@
 import { loadavg } from 'node:os';
 import { execute, parse } from 'graphql';
 import { schema } from '../src/schema/index.js';
-import { countStates, StatusCountSeries } from '../src/services/status/counts.js';
+import { countStates, StatusCountSeries } from '../src/services/status/looking-back/counts.js';
 import { aComposition } from '../test/fixtures/compositions.js';
 
 // statusCounts' costs in-process: recording each composition (counting its machines' states) and

@@ -8,11 +8,11 @@ import { type DocumentNode, execute, parse } from 'graphql';
 import pino from 'pino';
 import { ensureStatusStream, statusStreamName } from '../src/bus/status-stream.js';
 import { schema } from '../src/schema/index.js';
-import { deltaChange, fullChange, type StatusDelta } from '../src/services/status/delta.js';
-import { mergeDeltas } from '../src/services/status/delta-chain.js';
-import { type RunningStatusFeed, startStatusFeed } from '../src/services/status/feed.js';
-import { StatusHistory } from '../src/services/status/history.js';
-import type { StatusStreamLink } from '../src/services/status/stream-follower.js';
+import { deltaChange, fullChange, type StatusDelta } from '../src/services/status/delta/delta.js';
+import { mergeDeltas } from '../src/services/status/delta/delta-chain.js';
+import { type RunningStatusFeed, startStatusFeed } from '../src/services/status/live/feed.js';
+import { StatusHistory } from '../src/services/status/looking-back/history.js';
+import type { StatusStreamLink } from '../src/services/status/replicating/stream-follower.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
 
 // The status stream's costs, measured on the stream itself (NATS on 127.0.0.1) with compositions

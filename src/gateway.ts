@@ -27,9 +27,9 @@ import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
-import { type Composer, composeSubject, startComposer } from './services/status/composer.js';
-import { startStatusCounts } from './services/status/counts.js';
-import { startStatusFeed } from './services/status/feed.js';
+import { type Composer, composeSubject, startComposer } from './services/status/composing/composer.js';
+import { startStatusFeed } from './services/status/live/feed.js';
+import { startStatusCounts } from './services/status/looking-back/counts.js';
 import { openStore, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 

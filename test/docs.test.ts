@@ -28,17 +28,17 @@ import * as wire from '../src/services/news/wire.js';
 import * as plan from '../src/services/plans/plan.js';
 import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
-import * as compose from '../src/services/status/compose.js';
-import * as composer from '../src/services/status/composer.js';
+import * as compose from '../src/services/status/composing/compose.js';
+import * as composer from '../src/services/status/composing/composer.js';
+import * as composeStep from '../src/services/status/composing/step.js';
 import * as composition from '../src/services/status/composition.js';
-import * as statusCounts from '../src/services/status/counts.js';
-import * as feed from '../src/services/status/feed.js';
-import * as statusHistory from '../src/services/status/history.js';
-import * as machineHistory from '../src/services/status/machine-history.js';
-import * as recentDeltas from '../src/services/status/recent.js';
-import * as composeStep from '../src/services/status/step.js';
-import * as streamFollower from '../src/services/status/stream-follower.js';
-import * as streamPublisher from '../src/services/status/stream-publisher.js';
+import * as feed from '../src/services/status/live/feed.js';
+import * as recentDeltas from '../src/services/status/live/recent.js';
+import * as statusCounts from '../src/services/status/looking-back/counts.js';
+import * as statusHistory from '../src/services/status/looking-back/history.js';
+import * as machineHistory from '../src/services/status/looking-back/machine-history.js';
+import * as streamFollower from '../src/services/status/replicating/stream-follower.js';
+import * as streamPublisher from '../src/services/status/replicating/stream-publisher.js';
 import * as store from '../src/store/db.js';
 
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.

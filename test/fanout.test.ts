@@ -1,7 +1,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../src/services/status/composition.js';
-import { applyDelta } from '../src/services/status/delta.js';
+import { applyDelta } from '../src/services/status/delta/delta.js';
 import { aComposition, everyMachineHeard, oneMachineChanged, randomNext, rng } from './fixtures/compositions.js';
 import { eventually, publishHeard, seqPastStart } from './fixtures/live.js';
 import { aTokensFile, NATS_URL, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';

@@ -3,8 +3,15 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { forgetMachine } from '../src/services/machines/forget.js';
 import { type Heartbeat, recordHeartbeats } from '../src/services/machines/machines.js';
-import { type ComposeInput, type CompositionSources, compose, composeFully, composeIncrementally, meshSources } from '../src/services/status/compose.js';
-import { nextCrossing } from '../src/services/status/composer.js';
+import {
+  type ComposeInput,
+  type CompositionSources,
+  compose,
+  composeFully,
+  composeIncrementally,
+  meshSources,
+} from '../src/services/status/composing/compose.js';
+import { nextCrossing } from '../src/services/status/composing/composer.js';
 import type { Composition } from '../src/services/status/composition.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';

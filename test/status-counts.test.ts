@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { statusStreamName } from '../src/bus/status-stream.js';
-import { STATUS_COUNTS_GRAIN_MS, STATUS_COUNTS_POINTS_MAX, StatusCountSeries, startStatusCounts } from '../src/services/status/counts.js';
+import { STATUS_COUNTS_GRAIN_MS, STATUS_COUNTS_POINTS_MAX, StatusCountSeries, startStatusCounts } from '../src/services/status/looking-back/counts.js';
 import { anAgent, eventually } from './fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 

@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
 import { Invalid } from '../src/kernel/errors.js';
 import type { Composition } from '../src/services/status/composition.js';
-import { applyDelta, applyListChanges, deltaIsEmpty, diffCompositions, diffList } from '../src/services/status/delta.js';
+import { applyDelta, applyListChanges, deltaIsEmpty, diffCompositions, diffList } from '../src/services/status/delta/delta.js';
 import { aComposition, oneMachineChanged, randomNext, rng } from './fixtures/compositions.js';
 
 test('every delta of a run applied to the first full composition reconstructs the last one exactly', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../src/services/status/composition.js';
-import { applyDelta, diffCompositions } from '../src/services/status/delta.js';
-import { mergeDeltas, replayDeltas } from '../src/services/status/delta-chain.js';
+import { applyDelta, diffCompositions } from '../src/services/status/delta/delta.js';
+import { mergeDeltas, replayDeltas } from '../src/services/status/delta/delta-chain.js';
 import { aComposition, oneMachineChanged, randomNext, rng } from './fixtures/compositions.js';
 import { eventually, wsSubscribe } from './fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';

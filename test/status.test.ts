@@ -4,10 +4,10 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { push } from '../src/services/plans/plans.js';
 import { defineSeat } from '../src/services/seats/define.js';
-import { type CompositionSources, compose } from '../src/services/status/compose.js';
-import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composer.js';
+import { type CompositionSources, compose } from '../src/services/status/composing/compose.js';
+import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composing/composer.js';
 import type { Composition } from '../src/services/status/composition.js';
-import { compositionAssembler, encodeComposition, followLatest } from '../src/services/status/feed.js';
+import { compositionAssembler, encodeComposition, followLatest } from '../src/services/status/live/feed.js';
 import { anAgent, eventually, sseSubscribe, wsSubscribe } from './fixtures/live.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from './fixtures/services.js';
 

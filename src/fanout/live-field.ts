@@ -1,5 +1,5 @@
 import type { Composition } from '../services/status/composition.js';
-import type { StatusDelta } from '../services/status/delta.js';
+import type { StatusDelta } from '../services/status/delta/delta.js';
 
 /** How one root subscription field turns compositions into the root values it executes over. */
 export interface LiveField {

@@ -1,4 +1,4 @@
-import { deltaChange, fullChange } from '../services/status/delta.js';
+import { deltaChange, fullChange } from '../services/status/delta/delta.js';
 import type { LiveField } from './live-field.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { Composition } from '../services/status/composition.js';
-import type { StatusDelta } from '../services/status/delta.js';
+import type { StatusDelta } from '../services/status/delta/delta.js';
 import type { LiveField, MaybePromise } from './live-field.js';
 
 /**

@@ -3,9 +3,9 @@ import { builder } from '../schema/builder.js';
 import type { GatewayContext } from '../schema/context.js';
 import { StatusRef } from '../schema/status.js';
 import { MachineStateChangeRef, StatusCountRef } from '../schema/status-history.js';
-import { STATUS_COUNTS_GRAIN_MS, STATUS_COUNTS_POINTS_DEFAULT, STATUS_COUNTS_POINTS_MAX } from '../services/status/counts.js';
-import type { StatusHistory } from '../services/status/history.js';
-import { MACHINE_HISTORY_MAX, machineHistory } from '../services/status/machine-history.js';
+import { STATUS_COUNTS_GRAIN_MS, STATUS_COUNTS_POINTS_DEFAULT, STATUS_COUNTS_POINTS_MAX } from '../services/status/looking-back/counts.js';
+import type { StatusHistory } from '../services/status/looking-back/history.js';
+import { MACHINE_HISTORY_MAX, machineHistory } from '../services/status/looking-back/machine-history.js';
 
 const historyOf = (ctx: GatewayContext): StatusHistory => {
   const history = ctx.mesh.status.history;

@@ -1,5 +1,5 @@
 import type { ObjectRef } from '@pothos/core';
-import type { ListChanges, StatusChange, StatusDelta } from '../services/status/delta.js';
+import type { ListChanges, StatusChange, StatusDelta } from '../services/status/delta/delta.js';
 import { builder, type SchemaTypes } from './builder.js';
 import { MachineStatusRef, PlanStatusRef, RepeatedCauseStatusRef, SeatStatusRef, StatusRef } from './status.js';
 

@@ -1,5 +1,5 @@
-import type { StatusCount } from '../services/status/counts.js';
-import type { MachineStateChange } from '../services/status/machine-history.js';
+import type { StatusCount } from '../services/status/looking-back/counts.js';
+import type { MachineStateChange } from '../services/status/looking-back/machine-history.js';
 import { builder } from './builder.js';
 import { MachineStateEnum } from './machine.js';
 

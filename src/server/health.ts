@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Mesh } from '../services/mesh.js';
-import { COMPOSE_EVERY_MS } from '../services/status/composer.js';
+import { COMPOSE_EVERY_MS } from '../services/status/composing/composer.js';
 
 /** How long `/ready` waits for the store's `select 1` before it calls the store down. */
 export const STORE_CHECK_TIMEOUT_MS = 1_000;

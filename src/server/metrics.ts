@@ -8,7 +8,7 @@ import { CALL_DOORS, CALL_STATES } from '../services/calls/records.js';
 import { NATS_REFUSALS, type Responder } from '../services/controller/responder.js';
 import type { Mesh } from '../services/mesh.js';
 import type { NewsIngest } from '../services/news/ingest.js';
-import type { Composer } from '../services/status/composer.js';
+import type { Composer } from '../services/status/composing/composer.js';
 import type { Health } from './health.js';
 
 /** Compose times (seconds) the histogram tells apart: a composition takes milliseconds at 1,000 machines, tens at 10,000. */

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 
 /**
  * Notifications inside one replica: they start no work of their own. The one listener in src/ is
- * the composer (src/services/status/composer.ts), which turns `news`, `acted` and `plan-changed`
+ * the composer (src/services/status/composing/composer.ts), which turns `news`, `acted` and `plan-changed`
  * into a request for a composition; tests listen too. Work that must follow a change is an
  * explicit call — a plan that opens has its rollout started by `push`/`closePlan` themselves.
  * In-process only; across replicas the bus carries it.

@@ -12,8 +12,8 @@ import type { NewsHearing } from './news/hearing.js';
 import type { PlanChanges } from './plans/changes.js';
 import type { Leases } from './replicas/leases.js';
 import type { Catalogue } from './seats/catalogue.js';
-import type { StatusCountSeries } from './status/counts.js';
-import type { RunningStatusFeed } from './status/feed.js';
+import type { RunningStatusFeed } from './status/live/feed.js';
+import type { StatusCountSeries } from './status/looking-back/counts.js';
 
 /**
  * The running gateway's dependencies, made once by src/gateway.ts. Only the layers above services

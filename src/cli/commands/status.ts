@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { BEHIND_SHOWN_S, behindSeconds, type Composition } from '../../services/status/composition.js';
-import type { StatusDelta } from '../../services/status/delta.js';
-import { applyDelta } from '../../services/status/delta.js';
+import type { StatusDelta } from '../../services/status/delta/delta.js';
+import { applyDelta } from '../../services/status/delta/delta.js';
 import { type CommandContext, type Runner, show } from '../context.js';
 import { StatusChangesDocument, StatusDocument, type StatusPartsFragment } from '../generated/graphql.js';
 import { col, listed, section, table } from '../output.js';

@@ -91,7 +91,7 @@ export interface StatusFeed {
   subscribe(listener: (composition: Composition) => void): () => void;
   /**
    * Where the serving replica's composer hands each composition it composed: into the status
-   * stream as a delta or snapshot, then kept here (src/services/status/stream-publisher.ts).
+   * stream as a delta or snapshot, then kept here (src/services/status/replicating/stream-publisher.ts).
    * Absent: the composer publishes it whole on `<subjects>.status`, as before the stream.
    */
   publish?(composition: Composition, trigger: string): Promise<void>;

@@ -1,10 +1,10 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { StatusStreamSubjects } from '../../bus/status-stream.js';
-import type { Composition, MachineStatus } from './composition.js';
-import { countStates } from './counts.js';
-import { diffCompositions, type StatusDelta, sameJson } from './delta.js';
+import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
+import type { Composition, MachineStatus } from '../composition.js';
+import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
+import { countStates } from '../looking-back/counts.js';
 import { publishComposition } from './full-wire.js';
 import { encodeStreamEntry } from './stream-wire.js';
 

@@ -1,22 +1,22 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { Buckets } from '../../bus/buckets.js';
-import type { Bus } from '../../bus/nats.js';
-import type { Subjects } from '../../bus/subjects.js';
-import { inSpan, ROOT_CONTEXT } from '../../bus/trace-context.js';
-import { isStoreUnavailable } from '../../kernel/errors.js';
-import type { Store } from '../../store/db.js';
-import type { CallsMesh } from '../calls/records.js';
-import type { MeshEvents } from '../events.js';
-import type { HandActLog } from '../hand-acts/hand-acts.js';
-import { nextStateChangeMs } from '../machines/machines.js';
-import type { NewsHearing } from '../news/hearing.js';
-import type { Leases } from '../replicas/leases.js';
+import type { Buckets } from '../../../bus/buckets.js';
+import type { Bus } from '../../../bus/nats.js';
+import type { Subjects } from '../../../bus/subjects.js';
+import { inSpan, ROOT_CONTEXT } from '../../../bus/trace-context.js';
+import { isStoreUnavailable } from '../../../kernel/errors.js';
+import type { Store } from '../../../store/db.js';
+import type { CallsMesh } from '../../calls/records.js';
+import type { MeshEvents } from '../../events.js';
+import type { HandActLog } from '../../hand-acts/hand-acts.js';
+import { nextStateChangeMs } from '../../machines/machines.js';
+import type { NewsHearing } from '../../news/hearing.js';
+import type { Leases } from '../../replicas/leases.js';
+import type { Composition, StatusFeed } from '../composition.js';
+import { publishComposition } from '../live/feed.js';
+import { ServingFenced } from '../replicating/stream-publisher.js';
 import { type CompositionSources, meshSources } from './compose.js';
-import type { Composition, StatusFeed } from './composition.js';
-import { publishComposition } from './feed.js';
 import { type ComposeStep, composeStep, POKE_MACHINES_MAX, readPoke, type Step } from './step.js';
-import { ServingFenced } from './stream-publisher.js';
 
 /** At most one composition starts per this many ms (4 a second) however much news arrives. */
 export const COMPOSE_MIN_GAP_MS = 250;

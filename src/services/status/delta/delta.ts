@@ -1,5 +1,5 @@
-import { Invalid } from '../../kernel/errors.js';
-import type { Composition, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from './composition.js';
+import { Invalid } from '../../../kernel/errors.js';
+import type { Composition, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from '../composition.js';
 
 /**
  * The changes to one keyed list of a composition, from a base to the next. Applied to the base's

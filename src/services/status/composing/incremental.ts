@@ -1,7 +1,7 @@
-import { byName } from '../../kernel/names.js';
-import { type Judging, machineState, nextStateChangeMs } from '../machines/machines.js';
-import type { Holding } from '../seats/holdings.js';
-import type { HolderStatus, MachineStatus, SeatStatus } from './composition.js';
+import { byName } from '../../../kernel/names.js';
+import { type Judging, machineState, nextStateChangeMs } from '../../machines/machines.js';
+import type { Holding } from '../../seats/holdings.js';
+import type { HolderStatus, MachineStatus, SeatStatus } from '../composition.js';
 
 /** One machine as the store answers it for a composition: instants are ISO strings, modules sorted. */
 export interface MachineRow {

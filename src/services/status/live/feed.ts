@@ -1,15 +1,15 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { Unavailable } from '../../kernel/errors.js';
-import type { Composition, StatusFeed } from './composition.js';
-import type { StatusDelta } from './delta.js';
-import { compositionAssembler } from './full-wire.js';
-import { StatusHistory } from './history.js';
+import { Unavailable } from '../../../kernel/errors.js';
+import type { Composition, StatusFeed } from '../composition.js';
+import type { StatusDelta } from '../delta/delta.js';
+import { StatusHistory } from '../looking-back/history.js';
+import { compositionAssembler } from '../replicating/full-wire.js';
+import { type FollowerStats, followStatusStream, type StatusStreamLink } from '../replicating/stream-follower.js';
+import { statusPublisher } from '../replicating/stream-publisher.js';
 import { RecentDeltas } from './recent.js';
-import { type FollowerStats, followStatusStream, type StatusStreamLink } from './stream-follower.js';
-import { statusPublisher } from './stream-publisher.js';
 
-export { compositionAssembler, encodeComposition, PART_HEADER, publishComposition, SEQ_HEADER, type StatusPart } from './full-wire.js';
+export { compositionAssembler, encodeComposition, PART_HEADER, publishComposition, SEQ_HEADER, type StatusPart } from '../replicating/full-wire.js';
 
 /** A feed whose listeners also get the delta that brought the replica to each composition, when one did. */
 export interface StatusChangeFeed extends StatusFeed {

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import { isName } from '../../kernel/names.js';
-import type { DB } from '../../store/tables.js';
+import { isName } from '../../../kernel/names.js';
+import type { DB } from '../../../store/tables.js';
+import type { Composition } from '../composition.js';
 import { type ComposeInput, composeFully, composeIncrementally } from './compose.js';
-import type { Composition } from './composition.js';
 import type { MeshView } from './incremental.js';
 
 /**

@@ -1,5 +1,5 @@
-import { Invalid } from '../../kernel/errors.js';
-import type { Composition } from './composition.js';
+import { Invalid } from '../../../kernel/errors.js';
+import type { Composition } from '../composition.js';
 import { applyListChanges, byCause, byId, itself, type ListChanges, nameOf, type StatusDelta } from './delta.js';
 
 /** The changes to one list over a chain of deltas, ending at the list `target` (the newest composition's). */

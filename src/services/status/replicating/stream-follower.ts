@@ -1,9 +1,9 @@
 import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { StatusStreamSubjects } from '../../bus/status-stream.js';
-import type { Composition } from './composition.js';
-import { applyDelta, type StatusDelta } from './delta.js';
+import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
+import type { Composition } from '../composition.js';
+import { applyDelta, type StatusDelta } from '../delta/delta.js';
 import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, streamAssembler } from './stream-wire.js';
 
 /** A read of the stream that fails (NATS restarting) is tried again this long after. */

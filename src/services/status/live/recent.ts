@@ -1,4 +1,4 @@
-import type { ListChanges, StatusDelta } from './delta.js';
+import type { ListChanges, StatusDelta } from '../delta/delta.js';
 
 /** A subscriber resuming from a seq this recent (10 minutes at 4 compositions a second) gets the deltas since, from memory. */
 export const RESUME_DELTAS_MAX = 2_400;

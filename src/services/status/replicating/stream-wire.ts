@@ -1,8 +1,8 @@
 import { promisify } from 'node:util';
 import { gunzip, gzip, constants as zlib } from 'node:zlib';
 import { headers, type MsgHdrs } from '@nats-io/transport-node';
-import type { Composition } from './composition.js';
-import type { StatusDelta } from './delta.js';
+import type { Composition } from '../composition.js';
+import type { StatusDelta } from '../delta/delta.js';
 import { PART_HEADER, SEQ_HEADER, type StatusPart } from './full-wire.js';
 
 const gzipAsync = promisify(gzip);

@@ -1,12 +1,12 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
-import { byName } from '../../kernel/names.js';
-import type { DB } from '../../store/tables.js';
-import { type CallsMesh, countRunningCalls } from '../calls/records.js';
-import { countHandActsSince, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../hand-acts/hand-acts.js';
-import type { DeafSpan, Judging } from '../machines/machines.js';
-import { readTiers } from '../plans/plan.js';
-import { listHoldings } from '../seats/holdings.js';
-import type { Composition, PlanStatus, RepeatedCauseStatus } from './composition.js';
+import { byName } from '../../../kernel/names.js';
+import type { DB } from '../../../store/tables.js';
+import { type CallsMesh, countRunningCalls } from '../../calls/records.js';
+import { countHandActsSince, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../../hand-acts/hand-acts.js';
+import type { DeafSpan, Judging } from '../../machines/machines.js';
+import { readTiers } from '../../plans/plan.js';
+import { listHoldings } from '../../seats/holdings.js';
+import type { Composition, PlanStatus, RepeatedCauseStatus } from '../composition.js';
 import { type MachineRow, MeshView, type TouchedRow } from './incremental.js';
 
 type Db = Kysely<DB> | Transaction<DB>;

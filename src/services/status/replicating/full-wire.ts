@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { gunzip, gzip, constants as zlib } from 'node:zlib';
 import { headers, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
-import type { Composition } from './composition.js';
+import type { Composition } from '../composition.js';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
