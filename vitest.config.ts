@@ -16,7 +16,7 @@ export default defineConfig({
     pool: 'forks',
     // Type assertions (expectTypeOf, @ts-expect-error) bite in vitest as well as in `tsc`: a file
     // listed here is type-checked as a test of its own, and fails when one no longer holds.
-    typecheck: { enabled: true, include: ['test/verb-types.test.ts'], tsconfig: './tsconfig.types.json' },
+    typecheck: { enabled: true, include: ['test/services/calls/verb-types.test.ts'], tsconfig: './tsconfig.types.json' },
     fileParallelism: true,
   },
 });

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 /**
  * A write the gateway must not lose (a call record, a hand-act) is retried this long while
  * JetStream has no leader for its stream. On losing a node of an R3 cluster NATS 2.9 elects a new
- * leader within a few seconds (4.5 s measured here, test/cluster.test.ts); a lost connection
+ * leader within a few seconds (4.5 s measured here, test/bus/cluster.test.ts); a lost connection
  * reconnects within one reconnect wait. Longer than both, short of a caller's patience.
  */
 export const KV_WRITE_RETRY_MS = 15_000;

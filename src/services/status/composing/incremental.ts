@@ -48,7 +48,7 @@ const byHolder = (a: HolderStatus, b: HolderStatus): number => byName(a.machine,
  * row, modules and holdings, read again from the store) and the seats those holdings name; every
  * other machine and seat keeps its value, the very same object, from one composition to the next.
  * Built from the full read (`of`), so both paths share one way of turning rows into statuses:
- * the full composition and the incremental one are the same value (test/incremental-composition.test.ts).
+ * the full composition and the incremental one are the same value (test/services/status/incremental-composition.test.ts).
  * Seats (names and order) come only from a full read: news never changes them.
  */
 export class MeshView {

@@ -1,0 +1,244 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { NAME_PAGE_MAX } from '../../src/kernel/pages.js';
+import { recordHeartbeats } from '../../src/services/machines/machines.js';
+import { defineSeat } from '../../src/services/seats/define.js';
+import { holdSeat } from '../../src/services/seats/holdings.js';
+import { renameSeat } from '../../src/services/seats/rename.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+
+let env: TestEnv;
+let gw: TestGateway;
+const HEARTBEAT_S = 10;
+
+// 300 machines: web-000…web-179 and db-000…db-119 over three sites, heard at ages that make every
+// third one UP, LATE or SILENT (10 s heartbeats: LATE past 15 s, SILENT past 60 s); 40 seats,
+// s-00…s-39: the even ones held on record by web machines, s-01 claimed by every db machine's
+// `store` module (held by derivation), and so is s-39 by its former name, the other odd ones not
+// held at all.
+beforeAll(async () => {
+  env = await testEnv('pages');
+  gw = await startTestGateway({ ...env.env, MESH_HEARTBEAT_S: String(HEARTBEAT_S) });
+  const { db, catalogue } = gw.mesh;
+  for (let i = 0; i < 40; i++) await defineSeat(db, catalogue, { name: `s-${String(i).padStart(2, '0')}` });
+  const now = Date.now();
+  const ages = [1_000, 30_000, 600_000];
+  const names = [
+    ...Array.from({ length: 180 }, (_, i) => `web-${String(i).padStart(3, '0')}`),
+    ...Array.from({ length: 120 }, (_, i) => `db-${String(i).padStart(3, '0')}`),
+  ];
+  await recordHeartbeats(
+    db,
+    names.map((machine, i) => ({
+      machine,
+      site: `site-${i % 3}`,
+      modules: machine.startsWith('db') ? ['store'] : ['front'],
+      claims: machine.startsWith('db') ? { store: ['s-01', 's-39'] } : undefined,
+      at: new Date(now - ages[i % 3]!),
+    })),
+  );
+  // s-39 is claimed by a name it no longer has: held by derivation through its alias.
+  await renameSeat(db, catalogue, 's-39', 's-39-renamed');
+  for (let i = 0; i < 40; i += 2)
+    await holdSeat(db, catalogue, { seat: `s-${String(i).padStart(2, '0')}`, machine: `web-${String(i).padStart(3, '0')}`, module: 'front' });
+});
+afterAll(async () => {
+  await gw?.stop();
+  await env?.cleanup();
+});
+
+interface Page<T> {
+  edges: { cursor: string; node: T }[];
+  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string; endCursor: string };
+  totalCount: number;
+}
+
+const PAGE = 'edges { cursor node { name } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } totalCount';
+
+async function connection<T = { name: string }>(gateway: TestGateway, field: string, args: Record<string, unknown>, selection = PAGE): Promise<Page<T>> {
+  const defs = Object.keys(args).length
+    ? `(${Object.keys(args)
+        .map((k) => `$${k}: ${TYPES[k]}`)
+        .join(', ')})`
+    : '';
+  const uses = Object.keys(args).length
+    ? `(${Object.keys(args)
+        .map((k) => `${k}: $${k}`)
+        .join(', ')})`
+    : '';
+  const { data, errors } = await gateway.gql(`query${defs} { ${field}${uses} { ${selection} } }`, args);
+  expect(errors).toBeUndefined();
+  return data[field];
+}
+
+const TYPES: Record<string, string> = {
+  first: 'Int',
+  last: 'Int',
+  after: 'String',
+  before: 'String',
+  site: 'String',
+  state: 'MachineState',
+  nameStartsWith: 'String',
+  held: 'Boolean',
+  seat: 'String',
+  machine: 'String',
+};
+
+/** Every item of a connection, page after page forwards, and the pages it took. */
+async function everyPageForwards(field: string, args: Record<string, unknown>, first: number): Promise<{ names: string[]; pages: number }> {
+  const names: string[] = [];
+  let after: string | undefined;
+  for (let pages = 1; ; pages++) {
+    const page = await connection(gw, field, { ...args, first, ...(after ? { after } : {}) });
+    names.push(...page.edges.map((e) => e.node.name));
+    if (!page.pageInfo.hasNextPage) return { names, pages };
+    after = page.pageInfo.endCursor;
+  }
+}
+
+const plainMachines = async (args: string) => (await gw.gql(`{ machines${args} { name } }`)).data.machines.map((m: { name: string }) => m.name);
+
+describe('machinesConnection', () => {
+  test('pages forwards through every machine in name order, as the plain list has them, with the total on each page', async () => {
+    const every = await plainMachines('');
+    expect(every).toHaveLength(300);
+    const { names, pages } = await everyPageForwards('machinesConnection', {}, 70);
+    expect(pages).toBe(5);
+    expect(names).toEqual(every);
+    expect((await connection(gw, 'machinesConnection', { first: 1 })).totalCount).toBe(300);
+  });
+
+  test('pages backwards with last and before, ending at the first machine', async () => {
+    const every = await plainMachines('');
+    const names: string[] = [];
+    let before: string | undefined;
+    for (;;) {
+      const page = await connection(gw, 'machinesConnection', { last: 70, ...(before ? { before } : {}) });
+      names.unshift(...page.edges.map((e) => e.node.name));
+      if (!page.pageInfo.hasPreviousPage) break;
+      before = page.pageInfo.startCursor;
+    }
+    expect(names).toEqual(every);
+  });
+
+  test('filters by name prefix, site and state in SQL as the plain list and Machine.state judge them', async () => {
+    const web = await connection(gw, 'machinesConnection', { nameStartsWith: 'web-0', first: 1000 });
+    expect(web.edges.map((e) => e.node.name)).toEqual(Array.from({ length: 100 }, (_, i) => `web-${String(i).padStart(3, '0')}`));
+    expect(web.totalCount).toBe(100);
+    for (const state of ['UP', 'LATE', 'SILENT']) {
+      const page = await connection<{ name: string; state: string }>(
+        gw,
+        'machinesConnection',
+        { state, site: 'site-1', first: 1000 },
+        'edges { node { name state } } totalCount',
+      );
+      expect(page.edges.map((e) => e.node.name)).toEqual(await plainMachines(`(state: ${state}, site: "site-1")`));
+      expect(page.edges.every((e) => e.node.state === state)).toBe(true);
+      expect(page.totalCount).toBe(page.edges.length);
+    }
+    // Every third machine is of site-1 and all of those were heard 30 s ago: LATE.
+    expect((await connection(gw, 'machinesConnection', { state: 'LATE', site: 'site-1' }, 'totalCount')).totalCount).toBe(100);
+  });
+
+  test('a cursor names a machine, not an offset: machines added before it do not shift the next page', async () => {
+    const first = await connection(gw, 'machinesConnection', { first: 10 });
+    const next = await connection(gw, 'machinesConnection', { first: 10, after: first.pageInfo.endCursor });
+    await recordHeartbeats(gw.mesh.db, [{ machine: 'aaa-early', site: 'site-0', modules: [], at: new Date() }]);
+    try {
+      const again = await connection(gw, 'machinesConnection', { first: 10, after: first.pageInfo.endCursor });
+      expect(again.edges.map((e) => e.node.name)).toEqual(next.edges.map((e) => e.node.name));
+      expect(again.totalCount).toBe(next.totalCount + 1);
+    } finally {
+      await gw.mesh.db.deleteFrom('machine').where('name', '=', 'aaa-early').execute();
+    }
+  });
+
+  test('a cursor from one replica gives the same page on another started since', async () => {
+    const first = await connection(gw, 'machinesConnection', { first: 25, nameStartsWith: 'db' });
+    const here = await connection(gw, 'machinesConnection', { first: 25, nameStartsWith: 'db', after: first.pageInfo.endCursor });
+    const other = await startTestGateway({ ...env.env, MESH_HEARTBEAT_S: String(HEARTBEAT_S) });
+    try {
+      const there = await connection(other, 'machinesConnection', { first: 25, nameStartsWith: 'db', after: first.pageInfo.endCursor });
+      expect(there.edges.map((e) => e.node.name)).toEqual(here.edges.map((e) => e.node.name));
+      expect(there.edges.map((e) => e.cursor)).toEqual(here.edges.map((e) => e.cursor));
+    } finally {
+      await other.stop();
+    }
+  });
+
+  test('a page and the holdings of its machines take a fixed number of statements however large the page', async () => {
+    const HOLDINGS = 'edges { node { name holdings { seat { name } module } } } pageInfo { hasNextPage }';
+    gw.statements.reset();
+    await connection(gw, 'machinesConnection', { first: 5 }, HOLDINGS);
+    const small = gw.statements.count;
+    gw.statements.reset();
+    const large = await connection<{ name: string; holdings: unknown[] }>(gw, 'machinesConnection', { first: 300 }, HOLDINGS);
+    expect(large.edges.flatMap((e) => e.node.holdings).length).toBeGreaterThan(100);
+    expect(gw.statements.count).toBe(small);
+    expect(small).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('refusals', () => {
+  test(`a page over ${NAME_PAGE_MAX} is an INVALID error naming the limit, not a shorter page`, async () => {
+    for (const [field, arg] of [
+      ['machinesConnection', 'first'],
+      ['seatsConnection', 'last'],
+      ['holdingsConnection', 'first'],
+    ] as const) {
+      const { data, errors } = await gw.gql(`{ ${field}(${arg}: ${NAME_PAGE_MAX + 1}) { totalCount } }`);
+      expect(data).toBeNull();
+      expect(errors?.[0]?.extensions?.code).toBe('INVALID');
+      expect(errors?.[0]?.message).toContain(`at most ${NAME_PAGE_MAX}`);
+    }
+    expect((await connection(gw, 'machinesConnection', { first: NAME_PAGE_MAX })).edges).toHaveLength(300);
+  });
+
+  test('a cursor that is not one, or is another list’s, is an INVALID error', async () => {
+    const seatCursor = (await connection(gw, 'seatsConnection', { first: 1 })).pageInfo.endCursor;
+    for (const after of ['nonsense', Buffer.from('["machines",1]').toString('base64url'), seatCursor]) {
+      const { errors } = await gw.gql('query($after: String) { machinesConnection(after: $after) { totalCount } }', { after });
+      expect(errors?.[0]?.extensions?.code).toBe('INVALID');
+      expect(errors?.[0]?.message).toContain('not a cursor of machines');
+    }
+  });
+
+  test('a name prefix outside the name rule is an INVALID error', async () => {
+    const { errors } = await gw.gql(`{ machinesConnection(nameStartsWith: "web%") { totalCount } }`);
+    expect(errors?.[0]?.extensions?.code).toBe('INVALID');
+    expect(errors?.[0]?.message).toContain('nameStartsWith');
+  });
+});
+
+describe('seatsConnection and holdingsConnection', () => {
+  test('seats page by name and filter by prefix and by being held, on record or derived', async () => {
+    const plain = (await gw.gql('{ seats { name holders { derived } } }')).data.seats as { name: string; holders: unknown[] }[];
+    const { names } = await everyPageForwards('seatsConnection', {}, 7);
+    expect(names).toEqual(plain.map((s) => s.name));
+    const held = await connection(gw, 'seatsConnection', { held: true, nameStartsWith: 's-', first: 100 });
+    expect(held.edges.map((e) => e.node.name)).toEqual(plain.filter((s) => s.name.startsWith('s-') && s.holders.length > 0).map((s) => s.name));
+    expect(held.edges.map((e) => e.node.name)).toEqual(expect.arrayContaining(['s-01', 's-39-renamed']));
+    expect(held.totalCount).toBe(22);
+    const unheld = await connection(gw, 'seatsConnection', { held: false, nameStartsWith: 's-', first: 100 });
+    expect(unheld.totalCount).toBe(18);
+    expect(unheld.edges.map((e) => e.node.name)).not.toContain('s-01');
+  });
+
+  test('holdings page by seat, machine and module, recorded and derived, as the plain list has them', async () => {
+    const plain = (await gw.gql('{ holdings { seat { name } machine { name } module derived } }')).data.holdings as unknown[];
+    const SELECTION = 'edges { node { seat { name } machine { name } module derived } } pageInfo { hasNextPage endCursor } totalCount';
+    const nodes: unknown[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await connection<unknown>(gw, 'holdingsConnection', { first: 33, ...(after ? { after } : {}) }, SELECTION);
+      nodes.push(...page.edges.map((e) => e.node));
+      expect(page.totalCount).toBe(plain.length);
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor;
+    }
+    expect(nodes).toEqual(plain);
+    expect(plain.length).toBe(20 + 120 + 120);
+    const ofSeat = await connection<unknown>(gw, 'holdingsConnection', { seat: 's-01', first: 50 }, SELECTION);
+    expect(ofSeat.totalCount).toBe(120);
+    expect(ofSeat.edges).toHaveLength(50);
+  });
+});

@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import { buildSchema, lexicographicSortSchema, printSchema, validate } from 'graphql';
+import { expect, test } from 'vitest';
+import { RenameSeatDocument, SeatsDocument } from '../../src/cli/generated/graphql.js';
+import { schema } from '../../src/schema/index.js';
+
+const committed = readFileSync(new URL('../../schema.graphql', import.meta.url), 'utf8');
+
+test('the committed schema.graphql is the schema the code builds (run npm run codegen when this fails)', () => {
+  expect(printSchema(lexicographicSortSchema(buildSchema(committed)))).toBe(printSchema(lexicographicSortSchema(schema)));
+});
+
+test('mutations answer with the errors plugin default names and every error implements Error', () => {
+  const renamed = schema.getType('MutationRenameSeatResult');
+  expect(renamed?.toString()).toBe('MutationRenameSeatResult');
+  const success = schema.getType('MutationRenameSeatSuccess') as import('graphql').GraphQLObjectType;
+  expect(Object.keys(success.getFields())).toEqual(['data']);
+  const errorInterface = schema.getType('Error') as import('graphql').GraphQLInterfaceType;
+  expect(Object.keys(errorInterface.getFields()).sort()).toEqual(['code', 'message']);
+  for (const name of ['NotFoundError', 'ConflictError', 'InvalidError', 'ForbiddenError']) {
+    const type = schema.getType(name) as import('graphql').GraphQLObjectType;
+    expect(type.getInterfaces().map((i) => i.name)).toContain('Error');
+  }
+});
+
+test('the typed operations generated for tools are valid against the schema (run npm run codegen when this fails)', () => {
+  for (const document of [SeatsDocument, RenameSeatDocument]) expect(validate(schema, document)).toEqual([]);
+});
+
+test("meshctl's typed operations are what codegen makes from the schema (run npm run codegen when this fails)", async () => {
+  const { execFileSync } = await import('node:child_process');
+  // --check exits non-zero when an output would change, writing nothing.
+  expect(() =>
+    execFileSync(process.execPath, ['--import', 'tsx', 'node_modules/@graphql-codegen/cli/cjs/bin.js', '--config', 'codegen.ts', '--check'], { stdio: 'pipe' }),
+  ).not.toThrow();
+}, 30_000);

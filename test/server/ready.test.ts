@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { COMPOSITION_STALE_MS } from '../../src/server/health.js';
+import { eventually } from '../fixtures/live.js';
+import { type NatsServer, startNatsServer } from '../fixtures/nats-server.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+
+let env: TestEnv;
+let nats: NatsServer;
+let gateway: TestGateway;
+let origin: string;
+
+beforeAll(async () => {
+  env = await testEnv('ready');
+  // NATS of this file's own: the test stops it.
+  nats = await startNatsServer();
+  gateway = await startTestGateway({ ...env.env, NATS_URL: nats.url });
+  origin = new URL(gateway.url).origin;
+});
+afterAll(async () => {
+  await gateway?.stop();
+  await nats?.stop();
+  await env?.cleanup();
+});
+
+const probe = async (path: string) => {
+  const response = await fetch(`${origin}${path}`);
+  return { status: response.status, body: (await response.json()) as any };
+};
+
+test('/ready answers 200 naming each check once the store answers, NATS is connected and a composition was heard; /health says the process is up', async () => {
+  const ready = await eventually(async () => {
+    const answer = await probe('/ready');
+    return answer.status === 200 ? answer : undefined;
+  }, 'a ready gateway');
+  expect(ready.body).toMatchObject({
+    ready: true,
+    draining: false,
+    checks: {
+      store: { ok: true },
+      nats: { ok: true, server: expect.stringContaining(String(nats.port)) },
+      composition: { ok: true, seq: expect.any(Number), limitS: COMPOSITION_STALE_MS / 1000 },
+    },
+  });
+  const health = await probe('/health');
+  expect(health.status).toBe(200);
+  expect(health.body).toMatchObject({ ok: true, draining: false });
+});
+
+test('with NATS down /ready answers 503 with the nats check failing, and 200 again once NATS is back', async () => {
+  const restarted = nats.restart({ downMs: 4_000 });
+  const down = await eventually(
+    async () => {
+      const answer = await probe('/ready');
+      return answer.status === 503 ? answer : undefined;
+    },
+    'a 503 while NATS is down',
+    4_000,
+    50,
+  );
+  expect(down.body).toMatchObject({ ready: false, checks: { nats: { ok: false }, store: { ok: true } } });
+  // The process is up all the same.
+  expect((await probe('/health')).status).toBe(200);
+  await restarted;
+  await eventually(async () => (await probe('/ready')).status === 200, 'ready again after NATS came back', 20_000, 100);
+});
+
+// It takes the store away for good: only the drain test follows.
+test('with the store gone /ready answers 503 with the store check failing and its reason', async () => {
+  await env.database.drop();
+  const down = await eventually(
+    async () => {
+      const answer = await fetch(`${origin}/ready`);
+      const body = (await answer.json()) as any;
+      return answer.status === 503 && body.checks.store?.ok === false ? body : undefined;
+    },
+    'the store check failing',
+    10_000,
+    100,
+  );
+  expect(down.checks.store.error).toEqual(expect.any(String));
+});
+
+test('a draining gateway answers /ready 503 at once, /health still 200', async () => {
+  gateway.http.drain.begin();
+  const ready = await probe('/ready');
+  expect(ready.status).toBe(503);
+  expect(ready.body).toMatchObject({ ready: false, draining: true });
+  const health = await probe('/health');
+  expect(health).toMatchObject({ status: 200, body: { ok: true, draining: true } });
+});

@@ -1,0 +1,79 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startCall } from '../../../src/services/calls/records.js';
+import { RESPONDER_IN_FLIGHT_MAX } from '../../../src/services/controller/responder.js';
+import { appendHandAct } from '../../../src/services/hand-acts/hand-acts.js';
+import { natsCall } from '../../fixtures/calls.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+
+let env: TestEnv;
+let gateway: TestGateway;
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  env = await testEnv('settled');
+  gateway = await startTestGateway(env.env);
+  nc = await connect({ servers: env.env.NATS_URL });
+});
+afterAll(async () => {
+  await nc?.close();
+  await gateway?.stop();
+  await env?.cleanup();
+});
+
+const callById = async (id: string) => (await gateway.gql(`query($id: ID!) { call(id: $id) { state caller errorCode error answerJson } }`, { id })).data.call;
+
+test('a call whose replica stopped after its hand-act was written is recorded OK, its answer saying it was lost; one without a hand-act is ABANDONED', async () => {
+  // Two acts a replica that is gone (no lease) was running when it stopped: one had left its hand-act.
+  const gone = { ...gateway.mesh, config: { ...gateway.mesh.config, replica: 'gone-replica-1' } };
+  const base = { seat: env.controller, verb: 'recordHandAct', caller: 'alice', door: 'NATS' as const };
+  const done = await startCall(gone, { ...base, args: { act: 'drained-node', why: 'kernel update' } });
+  const act = await appendHandAct(gateway.mesh, { actor: 'alice', act: 'drained-node', why: 'kernel update', callId: done.id });
+  const undone = await startCall(gone, { ...base, args: { act: 'cleared-queue', why: 'backlog' } });
+
+  await gateway.mesh.leases.sweep();
+  await expect
+    .poll(() => callById(done.id))
+    .toEqual({
+      state: 'OK',
+      caller: 'alice',
+      errorCode: null,
+      error: null,
+      answerJson: { done: true, handActId: act.id, note: 'done; the answer was lost: replica gone-replica-1 stopped while the call ran (its lease is gone)' },
+    });
+  expect(await callById(undone.id)).toMatchObject({ state: 'ABANDONED', errorCode: 'ABANDONED', answerJson: null });
+  // The audit trail agrees with itself: every hand-act's call finished OK.
+  const acts = (await gateway.gql(`{ handActs(act: "drained-node") { edges { node { callId } } } }`)).data.handActs.edges;
+  expect(acts).toEqual([{ node: { callId: done.id } }]);
+});
+
+test('an act refused BUSY is recorded as a refused call; a read refused BUSY is not kept', async () => {
+  // A seat holder that never answers keeps RESPONDER_IN_FLIGHT_MAX forwarded calls in flight.
+  const heard: string[] = [];
+  const holder = nc.subscribe(`${env.subjects}.seat.queue.depth`, { callback: (_err, msg) => void heard.push(msg.subject) });
+  await nc.flush();
+  const subject = (verb: string) => `${env.subjects}.seat.${env.controller}.${verb}.tester`;
+  const slow = Array.from({ length: RESPONDER_IN_FLIGHT_MAX }, () =>
+    nc.request(subject('callVerb'), JSON.stringify({ seat: 'queue', verb: 'depth', args: { queue: 'q' }, timeoutMs: 4_000 }), { timeout: 20_000 }),
+  );
+  await expect.poll(() => heard.length, { timeout: 10_000 }).toBe(RESPONDER_IN_FLIGHT_MAX);
+
+  const busyAct = await natsCall(nc, env, 'recordHandAct', { act: 'busy-probe', why: 'while busy' }, { timeoutMs: 5_000 });
+  expect(busyAct.body).toEqual({ ok: false, error: { code: 'BUSY', message: 'too many calls in flight; try again' } });
+  const busyId = busyAct.callId;
+  expect(busyId).toBeTruthy();
+  expect(await callById(busyId!)).toMatchObject({ state: 'FAILED', caller: 'tester', errorCode: 'BUSY' });
+
+  const busyRead = await natsCall(nc, env, 'plans', '{}', { timeoutMs: 5_000 });
+  expect(busyRead.body).toMatchObject({ ok: false, error: { code: 'BUSY' } });
+  expect(busyRead.callId).toBeUndefined();
+
+  await Promise.allSettled(slow);
+  holder.unsubscribe();
+  const after = await natsCall(nc, env, 'recordHandAct', { act: 'after-busy', why: 'room again' }, { timeoutMs: 5_000 });
+  expect(after.body).toMatchObject({ ok: true, answer: { act: 'after-busy' } });
+  const refused = (await gateway.gql(`{ calls(verb: "recordHandAct", state: FAILED) { edges { node { id errorCode } } } }`)).data.calls.edges;
+  expect(refused).toEqual([{ node: { id: busyId, errorCode: 'BUSY' } }]);
+  const reads = (await gateway.gql(`{ calls(verb: "plans") { edges { node { id } } } }`)).data.calls.edges;
+  expect(reads).toEqual([]);
+}, 60_000);

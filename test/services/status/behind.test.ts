@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { aBrowser, type Browser } from '../../fixtures/browser.js';
+import { anAgent, eventually } from '../../fixtures/live.js';
+import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+
+// A gateway that cannot write its news says it is behind, and shows the mesh as it was when it
+// last caught up: a machine that kept beating is not painted LATE because the gateway is late.
+// Here the ingest is stopped while a machine goes on beating every 500 ms (1 s heartbeats: LATE
+// past 1.5 s of heard news without a beat of its own).
+let env: TestEnv;
+let gw: TestGateway;
+let agent: Awaited<ReturnType<typeof anAgent>>;
+let beating: NodeJS.Timeout | undefined;
+let browser: Browser | undefined;
+
+beforeAll(async () => {
+  env = await testEnv('behind');
+  gw = await startTestGateway({ ...env.env, MESH_HEARTBEAT_S: '1' });
+  agent = await anAgent();
+});
+afterAll(async () => {
+  clearInterval(beating);
+  await browser?.close();
+  await agent?.close();
+  await gw?.stop();
+  await env?.cleanup();
+});
+
+const STATUS = '{ status { composedAt heardUntil machines { name state } } }';
+const origin = () => gw.url.replace(/\/graphql$/, '');
+
+function meshctlStatus(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'status'],
+      { env: { ...process.env, MESH_URL: gw.url }, timeout: 30_000 },
+      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+    );
+  });
+}
+
+test('a gateway that cannot write its news shows it is behind — heardUntil, the lag on /metrics and /ready, meshctl — and keeps a machine that beats UP', async () => {
+  const beat = () => agent.heartbeat(env.subjects, 'steady-1', { site: 'eu-1', modules: ['agent'] });
+  beat();
+  beating = setInterval(beat, 500);
+  await eventually(async () => {
+    const { data } = await gw.gql(STATUS);
+    return data?.status.machines.some((m: { name: string; state: string }) => m.name === 'steady-1' && m.state === 'UP') || undefined;
+  }, 'steady-1 UP');
+  const caughtUp = await gw.gql(STATUS);
+  expect(Date.parse(caughtUp.data.status.composedAt) - Date.parse(caughtUp.data.status.heardUntil)).toBeLessThan(5_000);
+
+  // The ingest stops: the beats pile up in the news stream, unwritten.
+  const stoppedAt = Date.now();
+  await gw.news.stop();
+  await new Promise((resolve) => setTimeout(resolve, 7_000));
+  // Something else asks for a composition (as an acting verb would).
+  agent.nc.publish(`${env.subjects}.compose`, JSON.stringify({ triggers: ['asked'] }));
+  const behind = await eventually(
+    async () => {
+      const { data } = await gw.gql(STATUS);
+      return Date.parse(data.status.composedAt) > stoppedAt + 7_000 ? data.status : undefined;
+    },
+    'a composition made while behind',
+    20_000,
+  );
+  const lagMs = Date.parse(behind.composedAt) - Date.parse(behind.heardUntil);
+  expect(lagMs).toBeGreaterThan(6_000);
+  expect(Date.parse(behind.heardUntil)).toBeLessThanOrEqual(stoppedAt + 500);
+  // Its last beat written is over 1.5 s before the composition, yet it is UP: news past it is not heard.
+  expect(behind.machines).toEqual([{ name: 'steady-1', state: 'UP' }]);
+  const { data: read } = await gw.gql('{ machines(state: LATE) { name } up: machines(state: UP) { name } }');
+  expect(read).toEqual({ machines: [], up: [{ name: 'steady-1' }] });
+
+  const metrics = await (await fetch(`${origin()}/metrics`)).text();
+  const lag = Number(/^mesh_news_lag_seconds\S* (\S+)$/m.exec(metrics)?.[1]);
+  const pending = Number(/^mesh_news_pending\S* (\S+)$/m.exec(metrics)?.[1]);
+  expect(lag).toBeGreaterThan(6);
+  expect(pending).toBeGreaterThan(5);
+  const ready = await (await fetch(`${origin()}/ready`)).json();
+  expect(ready.checks.news).toMatchObject({ ok: true, limitS: 60 });
+  expect(ready.checks.news.lagS).toBeGreaterThan(6);
+
+  const printed = await meshctlStatus();
+  expect(printed).toMatch(/behind by \d+ s: news up to \S+ is written, machines shown as then/);
+
+  // The dashboard says so on its composition line, and paints the machine UP.
+  browser = await aBrowser();
+  await browser.page.goto(`${origin()}/`);
+  await expect.poll(() => browser!.page.locator('#composition').textContent(), { timeout: 15_000 }).toMatch(/behind by \d+ s/);
+  expect(await browser.page.locator('#composition').getAttribute('class')).toContain('lagging');
+  expect(await browser.page.locator('.m[data-name="steady-1"]').getAttribute('data-state')).toBe('UP');
+  await browser.screenshot('dashboard-behind.png');
+  expect(browser.foreign).toEqual([]);
+}, 90_000);
