@@ -50,38 +50,48 @@ export interface SpanOptions {
   parent?: Context;
 }
 
-/**
- * Runs `work` in a new span, active while it runs, so the statements and messages it makes are its
- * children. A throw marks the span ERROR and is rethrown; the span ends either way.
- */
-export async function inSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
-  const parent = options.parent ?? context.active();
-  const span = tracer.startSpan(name, { kind: options.kind, attributes: options.attributes, links: options.links }, parent);
-  try {
-    return await context.with(trace.setSpan(parent, span), () => work(span));
-  } catch (error) {
-    span.recordException(error as Error);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
-    throw error;
-  } finally {
-    span.end();
-  }
+/** Marks a span ERROR with what was thrown. */
+function failSpan(span: Span, error: unknown): void {
+  span.recordException(error as Error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
 }
 
-/** inSpan for synchronous work (a publish, a fan-out delivery). */
-export function inSpanSync<T>(name: string, options: SpanOptions, work: (span: Span) => T): T {
+/**
+ * Runs `work` in a new span, active while it runs, so the statements and messages it makes are its
+ * children. A throw (or a rejection, when `work` returns a promise) marks the span ERROR and is
+ * passed on; the span ends when the work does, at once for synchronous work (a publish, a fan-out
+ * delivery) and when the promise settles for asynchronous work.
+ */
+function spanAround<T>(name: string, options: SpanOptions, work: (span: Span) => T): T {
   const parent = options.parent ?? context.active();
   const span = tracer.startSpan(name, { kind: options.kind, attributes: options.attributes, links: options.links }, parent);
+  let result: T;
   try {
-    return context.with(trace.setSpan(parent, span), () => work(span));
+    result = context.with(trace.setSpan(parent, span), () => work(span));
   } catch (error) {
-    span.recordException(error as Error);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
-    throw error;
-  } finally {
+    failSpan(span, error);
     span.end();
+    throw error;
   }
+  if (!(result instanceof Promise)) {
+    span.end();
+    return result;
+  }
+  return result.then(
+    (value) => (span.end(), value),
+    (error) => {
+      failSpan(span, error);
+      span.end();
+      throw error;
+    },
+  ) as T;
 }
+
+/** Runs asynchronous `work` in a new span (spanAround). */
+export const inSpan = <T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> => spanAround(name, options, work);
+
+/** Runs synchronous `work` in a new span (spanAround). */
+export const inSpanSync = <T>(name: string, options: SpanOptions, work: (span: Span) => T): T => spanAround(name, options, work);
 
 export { ROOT_CONTEXT, SpanKind };
 
