@@ -1,9 +1,9 @@
-import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { builder } from '../schema/builder.js';
 import { CallRef, CallStateEnum } from '../schema/call.js';
 import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call, callById, followCalls, listCalls } from '../services/calls/records.js';
 import { callVerbVerb } from '../services/calls/verbs.js';
 import { followed, followedItem, resumeCursor } from './live-follow.js';
+import { servicePage } from './pages.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -20,8 +20,10 @@ builder.queryFields((t) => ({
       description: `Calls newest first, ${CALLS_PAGE_DEFAULT} a page unless asked (at most ${CALLS_PAGE_MAX}), filtered by seat (a name or an alias: its calls under any of its names), verb, state and caller.`,
       args: { seat: t.arg.string(), verb: t.arg.string(), state: t.arg({ type: CallStateEnum }), caller: t.arg.string() },
       resolve: (_root, args, ctx) =>
-        resolveCursorConnection<Promise<Call[]>>(
-          { args, toCursor: (call: Call) => call.id, defaultSize: CALLS_PAGE_DEFAULT, maxSize: CALLS_PAGE_MAX },
+        servicePage(
+          args,
+          (call: Call) => call.id,
+          CALLS_PAGE_DEFAULT,
           (page) => listCalls(ctx.mesh, args, page),
         ),
     },

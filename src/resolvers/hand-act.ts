@@ -1,9 +1,9 @@
-import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { builder } from '../schema/builder.js';
 import { HandActRef, RepeatedCauseRef } from '../schema/hand-act.js';
-import { followHandActs, HAND_ACTS_PAGE_DEFAULT, HAND_ACTS_PAGE_MAX, type HandAct, listHandActs, repeatedCauses } from '../services/hand-acts/hand-acts.js';
+import { followHandActs, HAND_ACTS_PAGE_DEFAULT, type HandAct, listHandActs, repeatedCauses } from '../services/hand-acts/hand-acts.js';
 import { recordHandActVerb } from '../services/hand-acts/verbs.js';
 import { followed, followedItem, resumeCursor } from './live-follow.js';
+import { servicePage } from './pages.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -13,8 +13,10 @@ builder.queryFields((t) => ({
       description: 'The hand-act log, newest first, from `since` and of exactly one `cause`, `actor`, `act` and `target` when given.',
       args: { since: t.arg({ type: 'DateTime' }), cause: t.arg.string(), actor: t.arg.string(), act: t.arg.string(), target: t.arg.string() },
       resolve: (_root, args, ctx) =>
-        resolveCursorConnection<HandAct[]>(
-          { args, toCursor: (act: HandAct) => act.id, defaultSize: HAND_ACTS_PAGE_DEFAULT, maxSize: HAND_ACTS_PAGE_MAX },
+        servicePage(
+          args,
+          (act: HandAct) => act.id,
+          HAND_ACTS_PAGE_DEFAULT,
           (page) => listHandActs(ctx.mesh, { since: args.since, cause: args.cause, actor: args.actor, act: args.act, target: args.target }, page),
         ),
     },

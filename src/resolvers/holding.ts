@@ -1,13 +1,13 @@
-import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { NotFound } from '../kernel/errors.js';
 import { checkName } from '../kernel/names.js';
 import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../kernel/pages.js';
 import { builder } from '../schema/builder.js';
 import { HoldingRef } from '../schema/holding.js';
 import { changeHolderBy } from '../services/seats/changes.js';
-import { type Holding, type HoldingFilter, listHoldings } from '../services/seats/holdings.js';
+import { type HoldingFilter, listHoldings } from '../services/seats/holdings.js';
 import { countHoldings, holdingCursor, pageHoldings } from '../services/seats/pages.js';
 import { type Db, resolveSeatName } from '../services/seats/seats.js';
+import { namePage } from './pages.js';
 import { changeBy, seatChangeArgs } from './seat.js';
 
 /** The holdings filter of a `seat` (a name or an alias) and a `machine`; NotFound for a seat no name resolves to. */
@@ -37,12 +37,13 @@ builder.queryFields((t) => ({
       args: { seat: t.arg.string(), machine: t.arg.string() },
       resolve: async (_root, args, ctx) => {
         const filter = await holdingFilter(ctx.mesh.db, args);
-        const connection = await resolveCursorConnection<Promise<Holding[]>>(
-          // No maxSize here: the service refuses a page over NAME_PAGE_MAX rather than cut it.
-          { args, toCursor: holdingCursor, defaultSize: NAME_PAGE_DEFAULT, maxSize: Number.MAX_SAFE_INTEGER },
+        const { connection } = await namePage(
+          args,
+          holdingCursor,
           (page) => pageHoldings(ctx.mesh.db, filter, page),
+          () => countHoldings(ctx.mesh.db, filter),
         );
-        return { ...connection, totalCount: () => countHoldings(ctx.mesh.db, filter) };
+        return connection;
       },
     },
     {

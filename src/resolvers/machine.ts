@@ -1,11 +1,11 @@
-import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../kernel/pages.js';
 import { builder } from '../schema/builder.js';
 import { selected } from '../schema/known-loader.js';
 import { MachineRef, MachineStateEnum } from '../schema/machine.js';
-import { listMachines, type Machine } from '../services/machines/machines.js';
+import { listMachines } from '../services/machines/machines.js';
 import { countMachines, type MachinePageFilter, machineCursor, pageMachines } from '../services/machines/pages.js';
 import { forgetMachineVerb } from '../services/machines/verbs.js';
+import { namePage } from './pages.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -35,16 +35,16 @@ builder.queryFields((t) => ({
           nameStartsWith: args.nameStartsWith,
           state: args.state ? { is: args.state, judging: ctx.judging } : null,
         };
-        const connection = await resolveCursorConnection<Promise<Machine[]>>(
-          // No maxSize here: the service refuses a page over NAME_PAGE_MAX rather than cut it.
-          { args, toCursor: machineCursor, defaultSize: NAME_PAGE_DEFAULT, maxSize: Number.MAX_SAFE_INTEGER },
+        const { items: machines, connection } = await namePage(
+          args,
+          machineCursor,
           (page) => pageMachines(ctx.mesh.db, filter, page),
+          () => countMachines(ctx.mesh.db, filter),
         );
-        const machines = connection.edges.flatMap((edge) => (edge ? [edge.node] : []));
         for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
         const holdings = selected(selected(selected(info.fieldNodes, 'edges'), 'node'), 'holdings');
         if (holdings.length) await ctx.loaders.holdingsByMachine.asks(holdings).prefetch(machines.map((m) => m.name));
-        return { ...connection, totalCount: () => countMachines(ctx.mesh.db, filter) };
+        return connection;
       },
     },
     {

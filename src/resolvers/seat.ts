@@ -1,4 +1,3 @@
-import { resolveCursorConnection } from '@pothos/plugin-relay';
 import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../kernel/pages.js';
 import { builder } from '../schema/builder.js';
 import type { GatewayContext } from '../schema/context.js';
@@ -6,8 +5,9 @@ import { selected } from '../schema/known-loader.js';
 import { SeatInput, SeatRef } from '../schema/seat.js';
 import { defineSeatBy, renameSeatBy, type SeatChangeBy } from '../services/seats/changes.js';
 import { countSeats, pageSeats, type SeatPageFilter, seatCursor } from '../services/seats/pages.js';
-import { listSeats, type Seat } from '../services/seats/seats.js';
+import { listSeats } from '../services/seats/seats.js';
 import { retireSeatVerb } from '../services/seats/verbs.js';
+import { namePage } from './pages.js';
 import { verbMutation } from './verb-mutation.js';
 
 builder.queryFields((t) => ({
@@ -30,16 +30,16 @@ builder.queryFields((t) => ({
       args: { nameStartsWith: t.arg.string(), held: t.arg.boolean() },
       resolve: async (_root, args, ctx, info) => {
         const filter: SeatPageFilter = { nameStartsWith: args.nameStartsWith, held: args.held };
-        const connection = await resolveCursorConnection<Promise<Seat[]>>(
-          // No maxSize here: the service refuses a page over NAME_PAGE_MAX rather than cut it.
-          { args, toCursor: seatCursor, defaultSize: NAME_PAGE_DEFAULT, maxSize: Number.MAX_SAFE_INTEGER },
+        const { items: seats, connection } = await namePage(
+          args,
+          seatCursor,
           (page) => pageSeats(ctx.mesh.db, ctx.mesh.catalogue, filter, page),
+          () => countSeats(ctx.mesh.db, filter),
         );
-        const seats = connection.edges.flatMap((edge) => (edge ? [edge.node] : []));
         for (const seat of seats) ctx.loaders.seat.prime(seat.name, seat);
         const holders = selected(selected(selected(info.fieldNodes, 'edges'), 'node'), 'holders');
         if (holders.length) await ctx.loaders.holdingsBySeat.asks(holders).prefetch(seats.map((s) => s.name));
-        return { ...connection, totalCount: () => countSeats(ctx.mesh.db, filter) };
+        return connection;
       },
     },
     {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { NAME_PAGE_MAX } from '../../src/kernel/pages.js';
+import { CALLS_PAGE_MAX } from '../../src/services/calls/records.js';
+import { HAND_ACTS_PAGE_MAX } from '../../src/services/hand-acts/hand-acts.js';
 import { recordHeartbeats } from '../../src/services/machines/machines.js';
 import { defineSeat } from '../../src/services/seats/define.js';
 import { holdSeat } from '../../src/services/seats/holdings.js';
@@ -191,6 +193,20 @@ describe('refusals', () => {
       expect(errors?.[0]?.message).toContain(`at most ${NAME_PAGE_MAX}`);
     }
     expect((await connection(gw, 'machinesConnection', { first: NAME_PAGE_MAX })).edges).toHaveLength(300);
+  });
+
+  test('a page of calls or hand-acts over its maximum is an INVALID error too, never a page cut short', async () => {
+    for (const [field, max, what] of [
+      ['calls', CALLS_PAGE_MAX, 'calls'],
+      ['handActs', HAND_ACTS_PAGE_MAX, 'hand-acts'],
+    ] as const) {
+      const { data, errors } = await gw.gql(`{ ${field}(first: ${max + 1}) { edges { cursor } } }`);
+      expect(data).toBeNull();
+      expect(errors?.[0]?.extensions?.code).toBe('INVALID');
+      expect(errors?.[0]?.message).toContain(`at most ${max} ${what} a page`);
+      const { errors: none } = await gw.gql(`{ ${field}(first: ${max}) { edges { cursor } } }`);
+      expect(none).toBeUndefined();
+    }
   });
 
   test('a cursor that is not one, or is another list’s, is an INVALID error', async () => {
