@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import pg from 'pg';
 import { type ChildGateway, spawnGateway } from '../test/fixtures/child.js';
 import { startNatsServer } from '../test/fixtures/nats-server.js';
+import { ADMIN_URL, admin } from './databases.js';
 
 // A bad day at scale (issue 19): MACHINES machines beating every 10 s (10,000 beats a second at
 // 100,000), two replicas on one PostgreSQL and a NATS server of the bench's own; the serving
@@ -27,19 +27,12 @@ const NATS_DOWN_MS = 2_000;
 const END_AT_S = QUICK ? 130 : 190;
 const LATE_MS = 1.5 * HEARTBEAT_S * 1000;
 const SILENT_MS = 6 * HEARTBEAT_S * 1000;
-const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const TOOK_LEASE = 'took the serving lease';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const quantile = (xs: number[], q: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]! : Number.NaN);
 const name = (i: number) => `bd-${String(i).padStart(6, '0')}`;
 const stops = (machine: string) => Number(machine.slice(3)) % STOPPED_EVERY === 0;
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  await client.query(sql).finally(() => client.end());
-}
 
 /** The mesh, in threads of its own (two: 10,000 JSON beats a second is most of a core). */
 function startMesh(natsUrl: string, subjects: string): { stop(): void; end(): Promise<void> } {

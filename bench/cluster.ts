@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import pg from 'pg';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import { type ChildGateway, spawnGateway } from '../test/fixtures/child.js';
 import { startNatsCluster } from '../test/fixtures/nats-cluster.js';
 import { startNatsServer } from '../test/fixtures/nats-server.js';
 import { MESH_10K, seed } from './compose.js';
+import { ADMIN_URL, admin } from './databases.js';
 import { type Clients, startClients } from './fanout.js';
 
 // The clustered path beside the single node, in one run: two gateways per NATS (the serving one
@@ -20,19 +20,12 @@ const CALL_SECONDS = 5;
 const CALL_CONCURRENCY = 16;
 const PUT_SECONDS = 3;
 const TOOK_LEASE = 'took the serving lease';
-const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** What a dashboard of a large mesh asks: deltas, so a heartbeat is one changed machine, not the whole mesh again. */
 const CHANGES = 'subscription { statusChanges { seq baseSeq delta { seq machines { changed { name state lastHeardAt } } } } }';
 
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  await client.query(sql).finally(() => client.end());
-}
 
 /** One NATS (a single node or the cluster) with its database, two gateways and the subscribers split over them. */
 interface Setup {

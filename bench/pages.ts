@@ -9,6 +9,7 @@ import { countHoldings, countSeats, pageHoldings, pageSeats } from '../src/servi
 import { migrateToLatest } from '../src/store/migrate.js';
 import type { DB } from '../src/store/tables.js';
 import { seed } from './compose.js';
+import { ADMIN_URL, admin } from './databases.js';
 
 // `npm run bench -- pages`: the Relay connections' reads at 100,000 machines (bench/compose.ts's
 // mesh: 20 sites, 20,000 seats, 100,000 holdings on record and 100,000 derived), each the service
@@ -17,19 +18,8 @@ import { seed } from './compose.js';
 const MACHINES = Number(process.env.BENCH_MACHINES ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 21);
 const HEARTBEAT_S = 10;
-const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-async function admin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
 
 export async function run(): Promise<string> {
   const name = `bench_pages_${randomBytes(4).toString('hex')}`;

@@ -8,7 +8,6 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import pg from 'pg';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
@@ -16,6 +15,7 @@ import { finishCall, startCall } from '../src/services/calls/records.js';
 import { appendHandAct } from '../src/services/hand-acts/hand-acts.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
+import { ADMIN_URL, admin } from './databases.js';
 import { BARE_SHAPES } from './reads-bare.js';
 import { deleteControllerStreams } from './streams.js';
 
@@ -29,7 +29,6 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 /** BENCH_SHAPES=nested,deep runs only those. */
 const ONLY = process.env.BENCH_SHAPES?.split(',');
-const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 /** BENCH_PROFILE=1: the gateway runs under --cpu-prof, and the top frames by self time are summarised at the end. */
 const PROFILE_DIR = process.env.BENCH_PROFILE === '1' ? join(tmpdir(), `mesh-reads-profile-${process.pid}`) : undefined;
@@ -222,16 +221,6 @@ async function startPeer(databaseUrl: string): Promise<{ url: string; cpu(): num
       clearTimeout(timer);
     },
   };
-}
-
-async function admin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
 }
 
 /** A database migrated by the gateway and seeded in a few statements: machines, two modules each, seats, holdings on record. */
