@@ -3,6 +3,7 @@ import { NAME_PAGE_MAX } from '../../src/kernel/pages.js';
 import { CALLS_PAGE_MAX } from '../../src/services/calls/records.js';
 import { HAND_ACTS_PAGE_MAX } from '../../src/services/hand-acts/hand-acts.js';
 import { recordHeartbeats } from '../../src/services/machines/machines.js';
+import { removeAlias } from '../../src/services/seats/cleanup.js';
 import { defineSeat } from '../../src/services/seats/define.js';
 import { holdSeat } from '../../src/services/seats/holdings.js';
 import { renameSeat } from '../../src/services/seats/rename.js';
@@ -256,5 +257,48 @@ describe('seatsConnection and holdingsConnection', () => {
     const ofSeat = await connection<unknown>(gw, 'holdingsConnection', { seat: 's-01', first: 50 }, SELECTION);
     expect(ofSeat.totalCount).toBe(120);
     expect(ofSeat.edges).toHaveLength(50);
+  });
+});
+
+describe('pages follow the claims as they change', () => {
+  const SELECTION = 'edges { node { seat { name } machine { name } module derived } } pageInfo { hasNextPage endCursor }';
+  async function pagedHoldings(): Promise<unknown[]> {
+    const nodes: unknown[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await connection<unknown>(gw, 'holdingsConnection', { first: 100, ...(after ? { after } : {}) }, SELECTION);
+      nodes.push(...page.edges.map((e) => e.node));
+      if (!page.pageInfo.hasNextPage) return nodes;
+      after = page.pageInfo.endCursor;
+    }
+  }
+  /** The pages of holdings and of held seats against the plain lists, which derive holdings from the claims themselves. */
+  async function expectPagesAsThePlainLists(): Promise<void> {
+    const plain = (await gw.gql('{ holdings { seat { name } machine { name } module derived } }')).data.holdings as unknown[];
+    expect(await pagedHoldings()).toEqual(plain);
+    const seats = (await gw.gql('{ seats { name holders { module } } }')).data.seats as { name: string; holders: unknown[] }[];
+    const held = await connection(gw, 'seatsConnection', { held: true, first: 1000 });
+    expect(held.edges.map((e) => e.node.name)).toEqual(seats.filter((s) => s.holders.length > 0).map((s) => s.name));
+    const unheld = await connection(gw, 'seatsConnection', { held: false, first: 1000 });
+    expect(unheld.edges.map((e) => e.node.name)).toEqual(seats.filter((s) => s.holders.length === 0).map((s) => s.name));
+  }
+  const beat = (machine: string, claims: string[] | undefined, modules = ['store']) =>
+    recordHeartbeats(gw.mesh.db, [{ machine, site: 'site-0', modules, claims: claims && { store: claims }, at: new Date() }]);
+
+  test('a claim that changes, a module that stops, a seat defined under a name already claimed, an alias removed', async () => {
+    const holdersOf = async (seat: string) => (await connection(gw, 'holdingsConnection', { seat, first: 1000 }, SELECTION)).edges.length;
+    await beat('db-000', ['s-03']);
+    expect(await holdersOf('s-03')).toBe(1);
+    await expectPagesAsThePlainLists();
+    await beat('db-001', undefined, []);
+    expect(await holdersOf('s-01')).toBe(118);
+    await expectPagesAsThePlainLists();
+    await beat('db-002', ['s-01', 'claimed-first']);
+    await defineSeat(gw.mesh.db, gw.mesh.catalogue, { name: 'claimed-first' });
+    expect(await holdersOf('claimed-first')).toBe(1);
+    await expectPagesAsThePlainLists();
+    await removeAlias(gw.mesh.db, gw.mesh.catalogue, 's-39');
+    expect(await holdersOf('s-39-renamed')).toBe(0);
+    await expectPagesAsThePlainLists();
   });
 });
