@@ -33,7 +33,9 @@ import * as composer from '../src/services/status/composing/composer.js';
 import * as composeStep from '../src/services/status/composing/step.js';
 import * as composition from '../src/services/status/composition.js';
 import * as feed from '../src/services/status/live/feed.js';
+import * as latest from '../src/services/status/live/latest.js';
 import * as recentDeltas from '../src/services/status/live/recent.js';
+import * as liveSubscription from '../src/services/status/live/subscription.js';
 import * as statusCounts from '../src/services/status/looking-back/counts.js';
 import * as statusHistory from '../src/services/status/looking-back/history.js';
 import * as machineHistory from '../src/services/status/looking-back/machine-history.js';
@@ -74,6 +76,8 @@ const modules = [
   composition,
   statusCounts,
   feed,
+  latest,
+  liveSubscription,
   compose,
   composeStep,
   statusStream,

@@ -1,5 +1,5 @@
 import { type DocumentNode, type FieldNode, type GraphQLSchema, getArgumentValues, getOperationAST, Kind } from 'graphql';
-import { EVERY_MS_MAX } from '../services/status/live/feed.js';
+import { EVERY_MS_MAX } from '../services/status/live/subscription.js';
 
 /** A live subscription's own arguments: where it resumes and at what rate it is sent. */
 export interface LiveArgs {

@@ -3,7 +3,7 @@ import { StatusChangeRef } from '../schema/status-delta.js';
 import type { Composition } from '../services/status/composition.js';
 import { deltaChange, diffCompositions, fullChange, type StatusChange } from '../services/status/delta/delta.js';
 import { mergeDeltas } from '../services/status/delta/delta-chain.js';
-import { followLatest } from '../services/status/live/feed.js';
+import { followLatest } from '../services/status/live/latest.js';
 import { judgeEveryMs, markSeq, resumeFrom } from './status-live.js';
 
 // Over graphql-ws the fanout serves this field (one execution per composition for all alike

@@ -1,6 +1,6 @@
 import { Invalid } from '../kernel/errors.js';
 import type { GatewayContext } from '../schema/context.js';
-import { EVERY_MS_MAX } from '../services/status/live/feed.js';
+import { EVERY_MS_MAX } from '../services/status/live/subscription.js';
 
 /**
  * Where a live status subscription leaves the seq of the message it is about to send, on its own

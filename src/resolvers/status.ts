@@ -1,7 +1,7 @@
 import { builder } from '../schema/builder.js';
 import { StatusRef } from '../schema/status.js';
 import type { Composition } from '../services/status/composition.js';
-import { currentStatus, followLatest } from '../services/status/live/feed.js';
+import { currentStatus, followLatest } from '../services/status/live/latest.js';
 import { judgeEveryMs, markSeq } from './status-live.js';
 
 builder.queryFields((t) => ({

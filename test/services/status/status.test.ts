@@ -7,7 +7,8 @@ import { defineSeat } from '../../../src/services/seats/define.js';
 import { type CompositionSources, compose } from '../../../src/services/status/composing/compose.js';
 import { COMPOSE_MIN_GAP_MS } from '../../../src/services/status/composing/composer.js';
 import type { Composition } from '../../../src/services/status/composition.js';
-import { compositionAssembler, encodeComposition, followLatest } from '../../../src/services/status/live/feed.js';
+import { followLatest } from '../../../src/services/status/live/latest.js';
+import { compositionAssembler, encodeComposition } from '../../../src/services/status/replicating/full-wire.js';
 import { anAgent, eventually, sseSubscribe, wsSubscribe } from '../../fixtures/live.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
