@@ -41,6 +41,7 @@ import * as statusHistory from '../src/services/status/looking-back/history.js';
 import * as machineHistory from '../src/services/status/looking-back/machine-history.js';
 import * as streamFollower from '../src/services/status/replicating/stream-follower.js';
 import * as streamPublisher from '../src/services/status/replicating/stream-publisher.js';
+import * as statusWire from '../src/services/status/replicating/wire.js';
 import * as store from '../src/store/db.js';
 
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.
@@ -86,6 +87,7 @@ const modules = [
   recentDeltas,
   streamFollower,
   streamPublisher,
+  statusWire,
   persisted,
   store,
 ];

@@ -8,7 +8,7 @@ import { type CompositionSources, compose } from '../../../src/services/status/c
 import { COMPOSE_MIN_GAP_MS } from '../../../src/services/status/composing/composer.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { followLatest } from '../../../src/services/status/live/latest.js';
-import { compositionAssembler, encodeComposition } from '../../../src/services/status/replicating/full-wire.js';
+import { compositionAssembler, encodeComposition } from '../../../src/services/status/replicating/wire.js';
 import { anAgent, eventually, sseSubscribe, wsSubscribe } from '../../fixtures/live.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 

@@ -13,8 +13,8 @@ import { nextStateChangeMs } from '../../machines/machines.js';
 import type { NewsHearing } from '../../news/hearing.js';
 import type { Leases } from '../../replicas/leases.js';
 import type { Composition, StatusFeed } from '../composition.js';
-import { publishComposition } from '../replicating/full-wire.js';
 import { ServingFenced } from '../replicating/stream-publisher.js';
+import { publishComposition } from '../replicating/wire.js';
 import { type CompositionSources, meshSources } from './compose.js';
 import { type ComposeStep, composeStep, POKE_MACHINES_MAX, readPoke, type Step } from './step.js';
 

@@ -3,9 +3,9 @@ import type { Logger } from 'pino';
 import type { Composition, StatusFeed } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
 import { StatusHistory } from '../looking-back/history.js';
-import { compositionAssembler } from '../replicating/full-wire.js';
 import { type FollowerStats, followStatusStream, type StatusStreamLink } from '../replicating/stream-follower.js';
 import { statusPublisher } from '../replicating/stream-publisher.js';
+import { compositionAssembler } from '../replicating/wire.js';
 import { STATUS_FIRST_WAIT_MS } from './latest.js';
 import { RecentDeltas } from './recent.js';
 

@@ -5,8 +5,7 @@ import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
 import type { Composition, MachineStatus } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
-import { publishComposition } from './full-wire.js';
-import { encodeStreamEntry } from './wire.js';
+import { encodeStreamEntry, publishComposition } from './wire.js';
 
 /** The serving replica puts a whole composition into the status stream at least this often (and on a takeover). */
 export const SNAPSHOT_EVERY_MS = 60_000;
