@@ -30,6 +30,7 @@ import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as compose from '../src/services/status/composing/compose.js';
 import * as composer from '../src/services/status/composing/composer.js';
+import * as composePoke from '../src/services/status/composing/poke.js';
 import * as composeStep from '../src/services/status/composing/step.js';
 import * as composition from '../src/services/status/composition.js';
 import * as feed from '../src/services/status/live/feed.js';
@@ -81,6 +82,7 @@ const modules = [
   liveSubscription,
   compose,
   composeStep,
+  composePoke,
   statusStream,
   statusHistory,
   machineHistory,

@@ -16,7 +16,8 @@ import type { Composition, StatusFeed } from '../composition.js';
 import { ServingFenced } from '../replicating/stream-publisher.js';
 import { publishComposition } from '../replicating/wire.js';
 import { type CompositionSources, meshSources } from './compose.js';
-import { type ComposeStep, composeStep, POKE_MACHINES_MAX, readPoke, type Step } from './step.js';
+import { composeSubject, POKE_MACHINES_MAX, readPoke } from './poke.js';
+import { type ComposeStep, composeStep, type Step } from './step.js';
 
 /** At most one composition starts per this many ms (4 a second) however much news arrives. */
 export const COMPOSE_MIN_GAP_MS = 250;
@@ -107,9 +108,6 @@ async function lastSeqKept(mesh: ComposerMesh): Promise<number> {
   const seq = entry ? Number(entry.string()) : 0;
   return Number.isSafeInteger(seq) && seq > 0 ? seq : 0;
 }
-
-/** Where any replica asks the serving one for a composition: body `{"triggers":["news",…]}`. */
-export const composeSubject = (root: string): string => `${root}.compose`;
 
 /**
  * Runs the composer on every replica; only the holder of the serving lease composes. It composes
