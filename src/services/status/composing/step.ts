@@ -3,6 +3,7 @@ import type { DB } from '../../../store/tables.js';
 import type { Composition } from '../composition.js';
 import { type ComposeInput, composeFully, composeIncrementally } from './compose.js';
 import type { MeshView } from './incremental.js';
+import type { ComposeTrigger } from './poke.js';
 
 /**
  * Triggers an incremental composition can answer: news (with the machines it wrote; reports change
@@ -11,7 +12,7 @@ import type { MeshView } from './incremental.js';
  * other — start, takeover, minute, acted (seats, holdings, aliases, machines removed), a retry,
  * one not known — asks a full composition.
  */
-export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set(['news', 'build', 'plan', 'state-change', 'replica-joined']);
+export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set<ComposeTrigger>(['news', 'build', 'plan', 'state-change', 'replica-joined']);
 
 /** The serving replica composes from the whole store at least this often, whatever news asks: the reconciliation. */
 export const FULL_COMPOSE_EVERY_MS = 60_000;
@@ -32,7 +33,7 @@ export interface Step {
  * one is full.
  */
 export interface ComposeStep {
-  ask(trigger: string, machines?: readonly string[]): void;
+  ask(trigger: ComposeTrigger, machines?: readonly string[]): void;
   take(): Step;
   compose(step: Step, input: ComposeInput): Promise<Composition>;
   /** When a machine of the last composition next crosses LATE or SILENT, found while composing it; undefined when none will or it failed. */

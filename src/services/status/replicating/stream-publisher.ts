@@ -2,6 +2,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
+import type { ComposeTrigger } from '../composing/poke.js';
 import type { Composition, MachineStatus } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
@@ -22,7 +23,7 @@ export const LAST_HEARD_GRAIN_MS = 60_000;
  */
 export const STATUS_PUT_TIMEOUT_MS = 1_000;
 /** Triggers after which the next composition goes into the stream whole: a new server, a replica without one, a gap. */
-const SNAPSHOT_TRIGGERS = new Set(['start', 'takeover', 'resync', 'replica-joined']);
+const SNAPSHOT_TRIGGERS: ReadonlySet<ComposeTrigger> = new Set<ComposeTrigger>(['start', 'takeover', 'resync', 'replica-joined']);
 
 const sameModules = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((m, i) => m === b[i]);
 
@@ -93,7 +94,7 @@ export interface StatusPublisherLink {
  * STATUS_PUT_TIMEOUT_MS (a leader being elected), it goes whole on `<subjects>.status`, where
  * every replica hears it, and the next one goes into the stream as a snapshot.
  */
-export function statusPublisher(link: StatusPublisherLink): (composition: Composition, trigger: string) => Promise<void> {
+export function statusPublisher(link: StatusPublisherLink): (composition: Composition, ...triggers: ComposeTrigger[]) => Promise<void> {
   let snapshot: { streamSeq: number; at: number } | undefined;
   let published: number | undefined;
   // The stream sequence of this replica's last put: each put expects the stream to end there, so a
@@ -109,18 +110,14 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
     }
     return first!;
   };
-  return async (composed, trigger) => {
+  return async (composed, ...triggers) => {
     // A replica that takes the lease puts after whoever served before it: nothing to expect.
-    if (trigger.split(',').some((t) => t === 'start' || t === 'takeover')) lastPut = undefined;
+    if (triggers.some((t) => t === 'start' || t === 'takeover')) lastPut = undefined;
     const previous = link.current();
     const next = previous ? coarsenLastHeard(previous, composed) : composed;
     const delta = previous && previous.seq < next.seq ? diffCompositions(previous, next) : undefined;
     const whole =
-      !snapshot ||
-      !previous ||
-      published !== previous.seq ||
-      Date.now() - snapshot.at >= SNAPSHOT_EVERY_MS ||
-      trigger.split(',').some((t) => SNAPSHOT_TRIGGERS.has(t));
+      !snapshot || !previous || published !== previous.seq || Date.now() - snapshot.at >= SNAPSHOT_EVERY_MS || triggers.some((t) => SNAPSHOT_TRIGGERS.has(t));
     const maxPayload = link.nc.info?.max_payload ?? 1024 * 1024;
     // The delta goes before the snapshot of the same seq: a replica holding the base applies it and
     // keeps its chain of deltas (what resuming subscribers are sent), then skips the snapshot.
