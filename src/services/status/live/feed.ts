@@ -1,11 +1,12 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import type { ComposeTrigger } from '../composing/poke.js';
 import type { Composition, StatusFeed } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
 import { StatusHistory } from '../looking-back/history.js';
 import { type FollowerStats, followStatusStream, type StatusStreamLink } from '../replicating/stream-follower.js';
-import { statusPublisher } from '../replicating/stream-publisher.js';
-import { compositionAssembler } from '../replicating/wire.js';
+import { type Published, statusPublisher } from '../replicating/stream-publisher.js';
+import { compositionAssembler, publishComposition } from '../replicating/wire.js';
 import { STATUS_FIRST_WAIT_MS } from './latest.js';
 import { RecentDeltas } from './recent.js';
 
@@ -20,8 +21,6 @@ export interface RunningStatusFeed extends StatusChangeFeed {
   /** How many compositions of another controller were heard on this subject and ignored. */
   foreignIgnored(): number;
   changesAfter(seq: number): StatusDelta[] | undefined;
-  /** Keeps a composition newer than the one held (with the delta to it from the one held, when there is one) and hands it on. */
-  accept(composition: Composition, delta?: StatusDelta): boolean;
   /** Looks back in the status stream (`statusAt`, `machineHistory`); absent without one. */
   history: StatusHistory | undefined;
   /**
@@ -86,14 +85,26 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
   const current = () => last;
   let publishing: number | undefined;
   const follower = link ? followStatusStream(link, { current, accept }, logger, { nc, publishing: () => publishing }) : undefined;
-  const publish = link
-    ? statusPublisher({ nc, js: link.js, subjects: link.subjects, fullSubject: subject, current, accept, logger, onPublishing: (seq) => (publishing = seq) })
-    : undefined;
+  const publisher = link ? statusPublisher({ nc, js: link.js, subjects: link.subjects, current, logger }) : undefined;
+  // What the publisher put is kept here, then (a snapshot, or one the stream did not take) sent
+  // whole on the subject; the follower does not read back the seq being put meanwhile.
+  const publish =
+    publisher &&
+    (async (composition: Composition, ...triggers: ComposeTrigger[]) => {
+      publishing = composition.seq;
+      let published: Published;
+      try {
+        published = await publisher(composition, ...triggers);
+      } finally {
+        publishing = undefined;
+      }
+      accept(published.composition, published.delta);
+      if (published.whole) await publishComposition(nc, subject, published.composition);
+    });
   return {
     current,
     foreignIgnored: () => foreign,
     changesAfter: (seq) => recent.after(seq, last?.seq),
-    accept,
     ...(publish && { publish }),
     history: link ? new StatusHistory(link, { current, subscribe: (l) => (listeners.add(l), () => listeners.delete(l)) }) : undefined,
     streamStats: () => follower?.stats ?? { snapshots: 0, deltas: 0, gaps: 0 },

@@ -6,7 +6,7 @@ import type { ComposeTrigger } from '../composing/poke.js';
 import type { Composition, MachineStatus } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
-import { encodeStreamEntry, publishComposition } from './wire.js';
+import { encodeStreamEntry } from './wire.js';
 
 /** The serving replica puts a whole composition into the status stream at least this often (and on a takeover). */
 export const SNAPSHOT_EVERY_MS = 60_000;
@@ -75,26 +75,30 @@ export interface StatusPublisherLink {
   nc: NatsConnection;
   js: JetStreamClient;
   subjects: StatusStreamSubjects;
-  /** `<subjects>.status`: snapshots still go there whole, for agents that read it. */
-  fullSubject: string;
+  /** The composition this replica holds: the one the next is a delta from. */
   current(): Composition | undefined;
   logger?: Logger;
-  /** Told the seq being put into the stream (undefined once done), so this replica's follower does not read it back. */
-  onPublishing?(seq: number | undefined): void;
-  accept(composition: Composition, delta: StatusDelta | undefined): void;
+}
+
+/** What the publisher put: the composition as coarsened, the delta to it from the one held, and whether it goes whole on `<subjects>.status`. */
+export interface Published {
+  composition: Composition;
+  delta: StatusDelta | undefined;
+  /** A snapshot, or one the stream did not take: it goes whole on `<subjects>.status` too. */
+  whole: boolean;
 }
 
 /**
  * The serving replica's way out for compositions: each one, coarsened (`coarsenLastHeard`), goes
  * into the status stream as the delta from the one before; a whole snapshot follows when none
  * was published by this replica yet, when the one before was not its own (a takeover), after
- * SNAPSHOT_EVERY_MS, or when a replica asked (`resync`). Snapshots also go whole on
- * `<subjects>.status`. This replica's feed keeps the composition once the stream has it (so no
- * replica ever serves a seq the others cannot hear); when the stream cannot take it within
- * STATUS_PUT_TIMEOUT_MS (a leader being elected), it goes whole on `<subjects>.status`, where
- * every replica hears it, and the next one goes into the stream as a snapshot.
+ * SNAPSHOT_EVERY_MS, or when a replica asked (`resync`). It returns what it put, once the stream
+ * has it (so no replica ever serves a seq the others cannot hear), for the feed to keep and to
+ * send whole on `<subjects>.status` when `whole`: a snapshot, or a composition the stream could
+ * not take within STATUS_PUT_TIMEOUT_MS (a leader being elected), which every replica then hears
+ * there; the next one goes into the stream as a snapshot.
  */
-export function statusPublisher(link: StatusPublisherLink): (composition: Composition, ...triggers: ComposeTrigger[]) => Promise<void> {
+export function statusPublisher(link: StatusPublisherLink): (composition: Composition, ...triggers: ComposeTrigger[]) => Promise<Published> {
   let snapshot: { streamSeq: number; at: number } | undefined;
   let published: number | undefined;
   // The stream sequence of this replica's last put: each put expects the stream to end there, so a
@@ -122,7 +126,6 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
     // The delta goes before the snapshot of the same seq: a replica holding the base applies it and
     // keeps its chain of deltas (what resuming subscribers are sent), then skips the snapshot.
     let streamTookIt = true;
-    link.onPublishing?.(next.seq);
     try {
       const counts = countStates(next.machines);
       if (delta)
@@ -133,7 +136,6 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
       if (isWrongLastSequence(error)) {
         // Another replica serves now: this composition is kept nowhere and sent nowhere.
         lastPut = undefined;
-        link.onPublishing?.(undefined);
         throw new ServingFenced(next.seq, error);
       }
       // Not known whether the put got in: the next one expects nothing.
@@ -142,8 +144,6 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
       streamTookIt = false;
       link.logger?.warn({ err: String(error), seq: next.seq }, 'the status stream did not take a composition: sent whole on the status subject');
     }
-    link.accept(next, delta);
-    link.onPublishing?.(undefined);
-    if (whole || !streamTookIt) await publishComposition(link.nc, link.fullSubject, next);
+    return { composition: next, delta, whole: whole || !streamTookIt };
   };
 }
