@@ -9,13 +9,7 @@ import { type Published, statusPublisher } from '../replicating/stream-publisher
 import { compositionAssembler, publishComposition } from '../replicating/wire.js';
 import { STATUS_FIRST_WAIT_MS } from './latest.js';
 import { RecentDeltas } from './recent.js';
-
-/** A feed whose listeners also get the delta that brought the replica to each composition, when one did. */
-export interface StatusChangeFeed extends StatusFeed {
-  subscribe(listener: (composition: Composition, delta?: StatusDelta) => void): () => void;
-  /** The deltas from composition `seq` to the one held, in order ([] when `seq` is held); undefined when not kept (RESUME_DELTAS_MAX). */
-  changesAfter?(seq: number): StatusDelta[] | undefined;
-}
+import type { StatusChangeFeed } from './subscription.js';
 
 export interface RunningStatusFeed extends StatusChangeFeed {
   /** How many compositions of another controller were heard on this subject and ignored. */

@@ -1,60 +1,24 @@
 import { Unavailable } from '../../../kernel/errors.js';
 import type { Composition, StatusFeed } from '../composition.js';
+import { followLive, type StatusChangeFeed } from './subscription.js';
 
 /**
- * The compositions a subscriber gets: the current one first (when there is one and `fromCurrent`
- * is not false), then each newer one. A slow reader skips to the latest: at most one composition
- * waits per subscriber, so a subscriber never holds more than that in memory however far behind it
- * falls. With `everyMs`, at most one is handed out per interval, the latest. `return()` ends it at
- * once, even while it waits.
+ * The compositions a subscriber of `status` gets (`followLive` without changes): the current one
+ * first (when there is one and `fromCurrent` is not false), then each newer one; a slow reader
+ * skips to the latest, and with `everyMs` at most one is handed out per interval, the latest.
  */
-export function followLatest(feed: StatusFeed, options: { everyMs?: number; fromCurrent?: boolean } = {}): AsyncIterableIterator<Composition> {
-  const everyMs = Math.max(0, options.everyMs ?? 0);
-  let waiting: Composition | undefined = options.fromCurrent === false ? undefined : feed.current();
-  let wake: ((result: IteratorResult<Composition>) => void) | undefined;
-  let done = false;
-  let handedAt = 0;
-  const unsubscribe = feed.subscribe((composition) => {
-    if (done) return;
-    if (wake) {
-      const resolve = wake;
-      wake = undefined;
-      handedAt = Date.now();
-      resolve({ value: composition, done: false });
-    } else waiting = composition;
-  });
-  const finish = (): IteratorResult<Composition> => {
-    done = true;
-    waiting = undefined;
-    unsubscribe();
-    const resolve = wake;
-    wake = undefined;
-    resolve?.({ value: undefined, done: true });
-    return { value: undefined, done: true };
-  };
-  const iterator: AsyncIterableIterator<Composition> = {
-    next() {
-      if (done) return Promise.resolve({ value: undefined, done: true });
-      const rest = handedAt + everyMs - Date.now();
-      if (everyMs && rest > 0) return new Promise((resolve) => setTimeout(resolve, rest)).then(() => iterator.next());
-      if (waiting) {
-        const value = waiting;
-        waiting = undefined;
-        handedAt = Date.now();
-        return Promise.resolve({ value, done: false });
-      }
-      return new Promise((resolve) => (wake = resolve));
+export function followLatest(feed: StatusChangeFeed, options: { everyMs?: number; fromCurrent?: boolean } = {}): AsyncIterableIterator<Composition> {
+  const steps = followLive(feed, options);
+  return {
+    async next() {
+      const step = await steps.next();
+      return step.done ? step : { value: step.value.composition!, done: false };
     },
-    return: () => Promise.resolve(finish()),
-    throw: (error?: unknown) => {
-      finish();
-      return Promise.reject(error);
-    },
+    return: async () => (await steps.return!()) as IteratorResult<Composition>,
     [Symbol.asyncIterator]() {
       return this;
     },
   };
-  return iterator;
 }
 
 /** The current composition, or the first one heard within `timeoutMs`; undefined if none comes. */
