@@ -24,7 +24,7 @@ export type ComposeTrigger = (typeof COMPOSE_TRIGGERS)[number];
 
 const isComposeTrigger = (name: string): name is ComposeTrigger => (COMPOSE_TRIGGERS as readonly string[]).includes(name);
 
-/** Where any replica asks the serving one for a composition: body `{"triggers":["news",…]}`. */
+/** Where a replica that does not serve asks the serving one for a composition: body `pokeBody` makes. */
 export const composeSubject = (root: string): string => `${root}.compose`;
 
 /** A request on `<subjects>.compose` names at most this many machines (200 characters each at most: ~200 KB). */
