@@ -31,11 +31,13 @@ export interface RunningStatusFeed extends StatusChangeFeed {
 const FOREIGN_WARN_EVERY = 100;
 
 /**
- * Every replica's view of the status. With a status stream (`link`), it follows the stream
- * (`followStatusStream`: the last snapshot, then each delta applied) and publishes through it when
- * serving (`statusPublisher`); it also hears `<subjects>.status` (no queue group), where snapshots
- * go whole. It keeps the newest by seq and hands each newer one to the listeners. A message that
- * is not a composition is logged and skipped; an older seq than the one kept is ignored.
+ * Every replica's view of the status, and its wiring. With a status stream (`link`), it follows the
+ * stream (`followStatusStream`: the last snapshot, then each delta applied) and, when serving,
+ * publishes through it (`statusPublisher` puts and returns what it put; kept here, then sent whole
+ * on `<subjects>.status` when a snapshot or not taken); it also hears `<subjects>.status` (no
+ * queue group), where snapshots go whole. It keeps the newest by seq and hands each newer one to
+ * the listeners. A message that is not a composition is logged and skipped; an older seq than the
+ * one kept is ignored.
  */
 export function startStatusFeed(nc: NatsConnection, subject: string, logger: Logger, controller?: string, link?: StatusStreamLink): RunningStatusFeed {
   let last: Composition | undefined;
