@@ -16,7 +16,7 @@ import { seedSeats } from '../src/services/seats/seeding.js';
 import { type CompositionSources, compose, composeFully, composeIncrementally } from '../src/services/status/composing/compose.js';
 import { COMPOSE_MIN_GAP_MS, nextCrossing } from '../src/services/status/composing/composer.js';
 import { INCREMENTAL_TRIGGERS } from '../src/services/status/composing/step.js';
-import { encodeComposition } from '../src/services/status/live/feed.js';
+import { encodeComposition } from '../src/services/status/replicating/wire.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import { deleteControllerStreams } from './streams.js';

@@ -12,7 +12,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
 import type { Composition } from '../src/services/status/composition.js';
-import { publishComposition } from '../src/services/status/live/feed.js';
+import { publishComposition } from '../src/services/status/replicating/wire.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
 import { deleteControllerStreams } from './streams.js';
 

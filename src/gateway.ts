@@ -27,7 +27,8 @@ import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
-import { type Composer, composeSubject, startComposer } from './services/status/composing/composer.js';
+import { type Composer, startComposer } from './services/status/composing/composer.js';
+import { composeSubject, pokeBody } from './services/status/composing/poke.js';
 import { startStatusFeed } from './services/status/live/feed.js';
 import { startStatusCounts } from './services/status/looking-back/counts.js';
 import { openStore, type Store, waitForStore } from './store/db.js';
@@ -127,12 +128,14 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       maxBytes: config.streamBytes.status,
       logger,
     });
+    // The composer starts once the stream is read; until then a resync is asked over NATS.
+    let composing: Composer | undefined;
     const status = startStatusFeed(bus.nc, subjects.status, logger, config.controller, {
       js: bus.js,
       jsm: bus.jsm,
       ...statusStream,
       // After a gap with no newer snapshot in the stream, the serving replica's next composition is one.
-      askSnapshot: () => bus.nc.publish(composeSubject(subjects.root), JSON.stringify({ triggers: ['resync'] })),
+      askSnapshot: () => (composing ? composing.poke('resync') : bus.nc.publish(composeSubject(subjects.root), pokeBody(['resync']))),
     });
     stops.push(() => status.stop());
     const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas, config.streamBytes.news);
@@ -167,6 +170,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     // Composing only once the stream is read: the first composition is then a delta from the last.
     await status.caughtUp();
     const composer = startComposer(mesh);
+    composing = composer;
     const applyTimeouts = startApplyTimeouts(mesh);
     stops.push(
       () => pruning.stop(),

@@ -31,15 +31,19 @@ import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as compose from '../src/services/status/composing/compose.js';
 import * as composer from '../src/services/status/composing/composer.js';
+import * as composePoke from '../src/services/status/composing/poke.js';
 import * as composeStep from '../src/services/status/composing/step.js';
 import * as composition from '../src/services/status/composition.js';
 import * as feed from '../src/services/status/live/feed.js';
+import * as latest from '../src/services/status/live/latest.js';
 import * as recentDeltas from '../src/services/status/live/recent.js';
+import * as liveSubscription from '../src/services/status/live/subscription.js';
 import * as statusCounts from '../src/services/status/looking-back/counts.js';
 import * as statusHistory from '../src/services/status/looking-back/history.js';
 import * as machineHistory from '../src/services/status/looking-back/machine-history.js';
 import * as streamFollower from '../src/services/status/replicating/stream-follower.js';
 import * as streamPublisher from '../src/services/status/replicating/stream-publisher.js';
+import * as statusWire from '../src/services/status/replicating/wire.js';
 import * as store from '../src/store/db.js';
 
 // A figure in the docs that a constant fixes is written `<figure> (`CONSTANT`)`, e.g.
@@ -76,14 +80,18 @@ const modules = [
   composition,
   statusCounts,
   feed,
+  latest,
+  liveSubscription,
   compose,
   composeStep,
+  composePoke,
   statusStream,
   statusHistory,
   machineHistory,
   recentDeltas,
   streamFollower,
   streamPublisher,
+  statusWire,
   persisted,
   store,
 ];

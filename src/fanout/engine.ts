@@ -5,8 +5,7 @@ import type { WebSocket } from 'ws';
 import { inSpanSync, ROOT_CONTEXT } from '../bus/trace-context.js';
 import type { Composition } from '../services/status/composition.js';
 import { diffCompositions, type StatusDelta } from '../services/status/delta/delta.js';
-import { mergeDeltas } from '../services/status/delta/delta-chain.js';
-import type { StatusChangeFeed } from '../services/status/live/feed.js';
+import { catchUpFrom, LivePace, type StatusChangeFeed } from '../services/status/live/subscription.js';
 import { everyMsInRange, type LiveArgs, liveArgs } from './live-args.js';
 import type { LiveField, MaybePromise } from './live-field.js';
 import { Frame, type FrameSource, isPromise, Subscriber } from './subscriber.js';
@@ -54,16 +53,15 @@ export const liveExecutionPlugin: Plugin = {
 
 /**
  * The subscribers of one operation for one caller: one execution and one payload per composition
- * for all. With `everyMs`, at most one composition per interval goes out, the latest, as the delta
- * from the last one sent (the skipped ones merged into it).
+ * for all. Its pace (`LivePace`, the rule every live subscription follows) sends, with `everyMs`,
+ * at most one composition per interval, the latest, as the delta from the last one sent (the
+ * skipped ones merged into it).
  */
 export class Group implements FrameSource {
   readonly subscribers = new Set<Subscriber>();
   latest: Frame | undefined;
   readonly args: LiveArgs;
-  private held: { composition: Composition; delta: StatusDelta | undefined } | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private sentAt = 0;
+  private readonly pace: LivePace;
 
   constructor(
     readonly engine: Fanout,
@@ -73,6 +71,10 @@ export class Group implements FrameSource {
   ) {
     const { schema, document, variableValues, operationName } = operation.args;
     this.args = liveArgs(schema, document, variableValues, operationName);
+    this.pace = new LivePace(Math.max(0, this.args.everyMs ?? 0), field.change !== undefined, () => {
+      const message = this.pace.take();
+      if (message) this.send(message.composition, message.delta);
+    });
   }
 
   get document(): DocumentNode {
@@ -96,37 +98,11 @@ export class Group implements FrameSource {
   }
 
   publish(composition: Composition, delta: StatusDelta | undefined): void {
-    const every = this.args.everyMs;
-    if (!every || every <= 0 || !this.latest) {
-      this.send(composition, delta);
-      return;
-    }
-    // Latest wins; the delta is taken again from the last composition sent when the interval ends.
-    const base = this.held ? this.held.composition : this.latest.composition;
-    this.held = { composition, delta: delta && base && delta.baseSeq === base.seq && !this.held ? delta : undefined };
-    if (this.timer) return;
-    const wait = this.sentAt + every - Date.now();
-    if (wait <= 0) {
-      this.flush();
-      return;
-    }
-    this.timer = setTimeout(() => this.flush(), wait);
-    this.timer.unref();
-  }
-
-  private flush(): void {
-    this.timer = undefined;
-    const held = this.held;
-    this.held = undefined;
-    if (!held) return;
-    const base = this.latest?.composition;
-    const delta = !this.field.change ? undefined : (held.delta ?? (base ? diffCompositions(base, held.composition) : undefined));
-    this.send(held.composition, delta);
+    this.pace.offer(composition, delta);
   }
 
   private send(composition: Composition, delta: StatusDelta | undefined): void {
-    this.sentAt = Date.now();
-    const frame = new Frame(this, composition, this.field.change ? delta : undefined);
+    const frame = new Frame(this, composition, delta);
     this.latest = frame;
     for (const subscriber of this.subscribers) subscriber.offer(frame);
   }
@@ -140,11 +116,10 @@ export class Group implements FrameSource {
     const subscriber = new Subscriber(this, socket, id);
     this.subscribers.add(subscriber);
     const after = this.args.after;
-    const since = after !== undefined && this.field.change ? this.engine.changesAfter(after) : undefined;
-    if (since && after !== undefined) {
-      const held = since.length ? since[since.length - 1].seq : after;
-      subscriber.resume(after, since.length ? [new Frame(this, undefined, this.engine.catchUp(since))] : []);
-      if (this.latest && this.latest.seq > held) subscriber.offer(this.latest);
+    const from = after !== undefined && this.field.change ? this.engine.catchUpFrom(after) : undefined;
+    if (from && after !== undefined) {
+      subscriber.resume(after, from.catchUp ? [new Frame(this, undefined, from.catchUp)] : []);
+      if (this.latest && this.latest.seq > from.held) subscriber.offer(this.latest);
     } else if (this.latest) subscriber.offer(this.latest);
     return subscriber;
   }
@@ -152,8 +127,7 @@ export class Group implements FrameSource {
   remove(subscriber: Subscriber): void {
     this.subscribers.delete(subscriber);
     if (this.subscribers.size === 0) {
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = undefined;
+      this.pace.close();
       this.engine.drop(this);
     }
   }
@@ -216,16 +190,9 @@ export class Fanout {
     return group;
   }
 
-  /** The deltas from composition `seq` to the newest, when the feed still keeps them. */
-  changesAfter(seq: number): StatusDelta[] | undefined {
-    const since = this.feed.changesAfter?.(seq);
-    const newest = this.feed.current();
-    return since && (!since.length || since[since.length - 1].seq === newest?.seq) ? since : undefined;
-  }
-
-  /** A chain of deltas ending at the newest composition as one delta (what a resumed subscriber is sent). */
-  catchUp(since: StatusDelta[]): StatusDelta {
-    return since.length === 1 ? since[0] : mergeDeltas(since, this.feed.current()!);
+  /** Where a subscriber resuming from `after` starts (`catchUpFrom`): the deltas since merged into one, when the feed still keeps them. */
+  catchUpFrom(after: number): ReturnType<typeof catchUpFrom> {
+    return catchUpFrom(this.feed, after);
   }
 
   drop(group: Group): void {

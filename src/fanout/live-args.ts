@@ -1,5 +1,5 @@
 import { type DocumentNode, type FieldNode, type GraphQLSchema, getArgumentValues, getOperationAST, Kind } from 'graphql';
-import { EVERY_MS_MAX } from '../services/status/live/feed.js';
+import { everyMsAllowed } from '../services/status/live/subscription.js';
 
 /** A live subscription's own arguments: where it resumes and at what rate it is sent. */
 export interface LiveArgs {
@@ -26,7 +26,7 @@ export function liveArgs(schema: GraphQLSchema, document: DocumentNode, variable
   return { after: int(values.after), everyMs: int(values.everyMs) };
 }
 
-/** Whether a live field's `everyMs` (a literal or a variable) is absent or within 0 to EVERY_MS_MAX. */
+/** Whether a live field's `everyMs` (a literal or a variable) is allowed (`everyMsAllowed`: absent or within 0 to EVERY_MS_MAX). */
 export function everyMsInRange(field: FieldNode, variables: unknown): boolean {
   const arg = field.arguments?.find((a) => a.name.value === 'everyMs');
   if (!arg) return true;
@@ -37,5 +37,5 @@ export function everyMsInRange(field: FieldNode, variables: unknown): boolean {
       : node.kind === Kind.VARIABLE
         ? (variables as Record<string, unknown> | undefined)?.[node.name.value]
         : undefined;
-  return value === undefined || value === null || (typeof value === 'number' && value >= 0 && value <= EVERY_MS_MAX);
+  return everyMsAllowed(value);
 }

@@ -1,10 +1,8 @@
 import { builder } from '../schema/builder.js';
 import { StatusChangeRef } from '../schema/status-delta.js';
-import type { Composition } from '../services/status/composition.js';
-import { deltaChange, diffCompositions, fullChange, type StatusChange } from '../services/status/delta/delta.js';
-import { mergeDeltas } from '../services/status/delta/delta-chain.js';
-import { followLatest } from '../services/status/live/feed.js';
-import { judgeEveryMs, markSeq, resumeFrom } from './status-live.js';
+import { deltaChange, fullChange, type StatusChange } from '../services/status/delta/delta.js';
+import { followLive, judgeEveryMs, liveSeq } from '../services/status/live/subscription.js';
+import { markSeq, resumeFrom } from './status-live.js';
 
 // Over graphql-ws the fanout serves this field (one execution per composition for all alike
 // subscribers); this subscribe is the path of SSE and of any socket the fanout does not serve.
@@ -19,29 +17,17 @@ builder.subscriptionFields((t) => ({
     },
     subscribe: (_root, args, ctx) => {
       const everyMs = judgeEveryMs(args.everyMs);
-      const feed = ctx.mesh.status;
-      const after = resumeFrom(ctx, args.after);
-      const since = after === undefined ? undefined : feed.changesAfter(after);
-      // Resumed: the deltas since `after` first, merged into one, from the composition the subscriber holds.
-      const backlog: StatusChange[] = since?.length ? [deltaChange(since.length === 1 ? since[0] : mergeDeltas(since, feed.current()!))] : [];
-      let last: Composition | undefined = since ? feed.current() : undefined;
-      const compositions = followLatest(feed, { everyMs, fromCurrent: !since });
+      const steps = followLive(ctx.mesh.status, { everyMs, changes: true, after: resumeFrom(ctx, args.after) });
       const changes: AsyncIterableIterator<StatusChange> = {
         async next() {
-          const queued = backlog.shift();
-          if (queued) {
-            markSeq(ctx, queued.seq);
-            return { done: false, value: queued };
-          }
-          const step = await compositions.next();
+          const step = await steps.next();
           if (step.done) return { done: true, value: undefined };
-          const change = last ? deltaChange(diffCompositions(last, step.value)) : fullChange(step.value);
-          last = step.value;
-          markSeq(ctx, change.seq);
-          return { done: false, value: change };
+          markSeq(ctx, liveSeq(step.value));
+          const { composition, delta } = step.value;
+          return { done: false, value: delta ? deltaChange(delta) : fullChange(composition!) };
         },
         return: async () => {
-          await compositions.return?.();
+          await steps.return?.();
           return { done: true, value: undefined };
         },
         [Symbol.asyncIterator]() {

@@ -1,8 +1,9 @@
 import { builder } from '../schema/builder.js';
 import { StatusRef } from '../schema/status.js';
 import type { Composition } from '../services/status/composition.js';
-import { currentStatus, followLatest } from '../services/status/live/feed.js';
-import { judgeEveryMs, markSeq } from './status-live.js';
+import { currentStatus, followLatest } from '../services/status/live/latest.js';
+import { judgeEveryMs } from '../services/status/live/subscription.js';
+import { markSeq } from './status-live.js';
 
 builder.queryFields((t) => ({
   status: t.field({

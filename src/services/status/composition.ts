@@ -1,4 +1,5 @@
 import type { MachineState } from '../machines/machines.js';
+import type { ComposeTrigger } from './composing/poke.js';
 
 /** A holder of a seat as one composition saw it. */
 export interface HolderStatus {
@@ -94,5 +95,5 @@ export interface StatusFeed {
    * stream as a delta or snapshot, then kept here (src/services/status/replicating/stream-publisher.ts).
    * Absent: the composer publishes it whole on `<subjects>.status`, as before the stream.
    */
-  publish?(composition: Composition, trigger: string): Promise<void>;
+  publish?(composition: Composition, ...triggers: ComposeTrigger[]): Promise<void>;
 }

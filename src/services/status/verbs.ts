@@ -1,6 +1,6 @@
 import { readingVerb } from '../calls/verb.js';
 import type { StatusFeed } from './composition.js';
-import { currentStatus } from './live/feed.js';
+import { currentStatus } from './live/latest.js';
 
 /** The last composition this replica heard. */
 export const statusVerb = readingVerb('status', 'read', {}, (mesh: { status: StatusFeed }) => currentStatus(mesh.status));

@@ -239,4 +239,25 @@ describe('on a running gateway', () => {
     gw.composer.poke('acted');
     await eventually(() => gw.composer.stats.full > fullBefore, 'a full composition');
   });
+
+  test('the serving replica asks its own composer, not itself over NATS', async () => {
+    const heard: string[] = [];
+    const sub = agent.nc.subscribe(`${env.subjects}.compose`, { callback: (_err, msg) => void heard.push(msg.string()) });
+    await agent.nc.flush();
+    const fullBefore = gw.composer.stats.full;
+    gw.composer.poke('acted');
+    await eventually(() => gw.composer.stats.full > fullBefore, 'a full composition');
+    sub.unsubscribe();
+    expect(heard).toEqual([]);
+  });
+
+  test('a trigger this gateway does not know (another version’s) is read as asked, and asks a full composition', async () => {
+    const fullBefore = gw.composer.stats.full;
+    agent.nc.publish(`${env.subjects}.compose`, JSON.stringify({ triggers: ['from-the-future'], machines: [] }));
+    const seen = await eventually(() => {
+      const c = gw.mesh.status.current()!;
+      return gw.composer.stats.full > fullBefore && c.trigger.includes('asked') ? c : undefined;
+    }, 'a full composition asked');
+    expect(seen.trigger).not.toContain('from-the-future');
+  });
 });

@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { ensureStatusStream, STATUS_STREAM_MAX_BYTES, statusStreamName } from '../../../src/bus/status-stream.js';
+import type { ComposeTrigger } from '../../../src/services/status/composing/poke.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { deltaIsEmpty, diffCompositions } from '../../../src/services/status/delta/delta.js';
 import { type RunningStatusFeed, startStatusFeed } from '../../../src/services/status/live/feed.js';
@@ -96,7 +97,7 @@ test('a missing delta makes a replica ask for a snapshot; it never holds a wrong
   const serving = feed();
   let c = aComposition(100, 50);
   const published = new Map<number, Composition>();
-  const publish = async (next: Composition, trigger = 'news') => {
+  const publish = async (next: Composition, trigger: ComposeTrigger = 'news') => {
     await serving.publish!(next, trigger);
     published.set(next.seq, serving.current()!);
   };

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -7,7 +8,8 @@ import { defineSeat } from '../../../src/services/seats/define.js';
 import { type CompositionSources, compose } from '../../../src/services/status/composing/compose.js';
 import { COMPOSE_MIN_GAP_MS } from '../../../src/services/status/composing/composer.js';
 import type { Composition } from '../../../src/services/status/composition.js';
-import { compositionAssembler, encodeComposition, followLatest } from '../../../src/services/status/live/feed.js';
+import { followLatest } from '../../../src/services/status/live/latest.js';
+import { compositionAssembler, encodeComposition } from '../../../src/services/status/replicating/wire.js';
 import { anAgent, eventually, sseSubscribe, wsSubscribe } from '../../fixtures/live.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
@@ -199,6 +201,23 @@ test('a composition larger than a NATS message travels in parts and arrives whol
   let whole: Composition | undefined;
   for (const part of parts) whole = await assemble({ data: part.data, headers: part.headers });
   expect(whole).toEqual(big);
+});
+
+test('on the status subject a composition that fits is one plain JSON message without headers; a larger one goes in gzipped parts framed by seq and i/n', async () => {
+  const small = latest();
+  const [one, ...more] = await encodeComposition(small, 1024 * 1024);
+  expect(more).toEqual([]);
+  expect(one.headers).toBeUndefined();
+  expect(JSON.parse(Buffer.from(one.data).toString('utf8'))).toEqual(small);
+  const machines = Array.from({ length: 3000 }, (_, i) => ({ ...small.machines[0], name: `wire-${i}-${randomUUID()}`, site: randomUUID(), holdings: [] }));
+  const parts = await encodeComposition({ ...small, machines }, 32 * 1024);
+  expect(parts.length).toBeGreaterThan(1);
+  parts.forEach((part, i) => {
+    expect(part.headers?.get('Mesh-Status-Seq')).toBe(String(small.seq));
+    expect(part.headers?.get('Mesh-Status-Part')).toBe(`${i + 1}/${parts.length}`);
+    expect(part.headers?.get('Content-Encoding')).toBe('gzip');
+    expect(part.headers?.has('Mesh-Status-Kind')).toBe(false);
+  });
 });
 
 test('status answers at once, with the last composition, while a composition of a large mesh is under way', async () => {

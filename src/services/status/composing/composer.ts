@@ -13,10 +13,11 @@ import { nextStateChangeMs } from '../../machines/machines.js';
 import type { NewsHearing } from '../../news/hearing.js';
 import type { Leases } from '../../replicas/leases.js';
 import type { Composition, StatusFeed } from '../composition.js';
-import { publishComposition } from '../live/feed.js';
 import { ServingFenced } from '../replicating/stream-publisher.js';
+import { publishComposition } from '../replicating/wire.js';
 import { type CompositionSources, meshSources } from './compose.js';
-import { type ComposeStep, composeStep, POKE_MACHINES_MAX, readPoke, type Step } from './step.js';
+import { type ComposeTrigger, composeSubject, POKE_MACHINES_MAX, pokeBody, readPoke } from './poke.js';
+import { type ComposeStep, composeStep, type Step } from './step.js';
 
 /** At most one composition starts per this many ms (4 a second) however much news arrives. */
 export const COMPOSE_MIN_GAP_MS = 250;
@@ -89,9 +90,12 @@ export interface Composer {
    * Asks for a composition on this replica (when it serves), coalesced with any already asked;
    * `machines` are those news wrote (trigger `news`), which an incremental composition re-reads.
    */
-  request(trigger: string, machines?: readonly string[]): void;
-  /** Asks the serving replica, wherever it is, for a composition (over `<subjects>.compose`). */
-  poke(trigger: string, machines?: readonly string[]): void;
+  request(trigger: ComposeTrigger, machines?: readonly string[]): void;
+  /**
+   * Asks the serving replica, wherever it is, for a composition: gathered POKE_GATHER_MS, then
+   * asked of this replica's own composer when it serves, else over `<subjects>.compose`.
+   */
+  poke(trigger: ComposeTrigger, machines?: readonly string[]): void;
   serving(): boolean;
   /** Whether a composition is being composed right now. */
   composing(): boolean;
@@ -107,9 +111,6 @@ async function lastSeqKept(mesh: ComposerMesh): Promise<number> {
   const seq = entry ? Number(entry.string()) : 0;
   return Number.isSafeInteger(seq) && seq > 0 ? seq : 0;
 }
-
-/** Where any replica asks the serving one for a composition: body `{"triggers":["news",…]}`. */
-export const composeSubject = (root: string): string => `${root}.compose`;
 
 /**
  * Runs the composer on every replica; only the holder of the serving lease composes. It composes
@@ -127,7 +128,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   const sources = deps.sources ?? meshSources(mesh);
   const stats: ComposerStats = { compositions: 0, full: 0, incremental: 0, failures: 0, dropped: 0, lastTookMs: undefined, lastSeq: 0 };
   const step: ComposeStep = tracedCompositions(composeStep(mesh.db));
-  const triggers = new Set<string>();
+  const triggers = new Set<ComposeTrigger>();
   let inFlight: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let lastStart = 0;
@@ -174,7 +175,8 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   });
 
   const run = () => {
-    const trigger = [...triggers].join(',');
+    const asked = [...triggers];
+    const trigger = asked.join(',');
     triggers.clear();
     const taken: Step = step.take();
     lastStart = Date.now();
@@ -212,7 +214,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         stats[taken.full ? 'full' : 'incremental']++;
         stats.lastTookMs = composition.tookMs;
         // Through the status stream when the feed has one (deltas, snapshots), else whole on `<subjects>.status`.
-        await (feed.publish ? feed.publish(composition, trigger) : publishComposition(mesh.bus.nc, mesh.subjects.status, composition));
+        await (feed.publish ? feed.publish(composition, ...asked) : publishComposition(mesh.bus.nc, mesh.subjects.status, composition));
         awaitCrossing();
         // Published already: a seq not kept (its stream electing a leader) is kept with the next composition, not a failure.
         await mesh.buckets?.leases
@@ -237,7 +239,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         if (retry || stopped) return;
         retry = setTimeout(() => {
           retry = undefined;
-          request(trigger || 'retry');
+          for (const t of asked.length ? asked : (['retry'] as const)) request(t);
         }, COMPOSE_RETRY_MS);
         retry.unref();
       })
@@ -261,18 +263,19 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     run();
   };
 
-  const request = (trigger: string, machines?: readonly string[]) => {
+  const request = (trigger: ComposeTrigger, machines?: readonly string[]) => {
     if (stopped || !lease.isServing()) return;
     triggers.add(trigger);
     step.ask(trigger, machines);
     kick();
   };
 
-  const pokes = new Set<string>();
+  const pokes = new Set<ComposeTrigger>();
   const poked = new Set<string>();
   let pokeTimer: NodeJS.Timeout | undefined;
-  // The machines news named travel with the triggers, POKE_MACHINES_MAX a message.
-  const poke = (trigger: string, machines?: readonly string[]) => {
+  // The machines news named travel with the triggers, POKE_MACHINES_MAX a message. The serving
+  // replica asks its own composer: a round trip through NATS to itself would only add latency.
+  const poke = (trigger: ComposeTrigger, machines?: readonly string[]) => {
     if (stopped) return;
     pokes.add(trigger);
     for (const m of machines ?? []) poked.add(m);
@@ -282,11 +285,12 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       const asked = [...pokes];
       pokes.clear();
       poked.clear();
-      const subject = composeSubject(mesh.subjects.root);
-      // `machines` is always sent, even empty: `news` without it (an older gateway's) asks a full composition.
-      for (let i = 0; i === 0 || i < names.length; i += POKE_MACHINES_MAX) {
-        mesh.bus.nc.publish(subject, JSON.stringify({ triggers: asked, machines: names.slice(i, i + POKE_MACHINES_MAX) }));
+      if (lease.isServing()) {
+        for (const t of asked) request(t, t === 'news' ? names : undefined);
+        return;
       }
+      const subject = composeSubject(mesh.subjects.root);
+      for (let i = 0; i === 0 || i < names.length; i += POKE_MACHINES_MAX) mesh.bus.nc.publish(subject, pokeBody(asked, names.slice(i, i + POKE_MACHINES_MAX)));
     }, POKE_GATHER_MS);
   };
 
@@ -305,7 +309,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   mesh.events.on('acted', onActed);
   mesh.events.on('plan-changed', onPlan);
 
-  const took = (trigger: string) => {
+  const took = (trigger: ComposeTrigger) => {
     mesh.logger.info({ replica: mesh.config.replica, trigger }, 'took the serving lease: composing the status');
     request(trigger);
   };

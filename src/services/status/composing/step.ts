@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import { isName } from '../../../kernel/names.js';
 import type { DB } from '../../../store/tables.js';
 import type { Composition } from '../composition.js';
 import { type ComposeInput, composeFully, composeIncrementally } from './compose.js';
 import type { MeshView } from './incremental.js';
+import type { ComposeTrigger } from './poke.js';
 
 /**
  * Triggers an incremental composition can answer: news (with the machines it wrote; reports change
@@ -12,35 +12,13 @@ import type { MeshView } from './incremental.js';
  * other — start, takeover, minute, acted (seats, holdings, aliases, machines removed), a retry,
  * one not known — asks a full composition.
  */
-export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set(['news', 'build', 'plan', 'state-change', 'replica-joined']);
+export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set<ComposeTrigger>(['news', 'build', 'plan', 'state-change', 'replica-joined']);
 
 /** The serving replica composes from the whole store at least this often, whatever news asks: the reconciliation. */
 export const FULL_COMPOSE_EVERY_MS = 60_000;
 
 /** Past this many machines named since the last composition, a full composition costs less than re-reading them. */
 export const INCREMENTAL_MACHINES_MAX = 20_000;
-
-/** A request on `<subjects>.compose` names at most this many machines (200 characters each at most: ~200 KB). */
-export const POKE_MACHINES_MAX = 1_000;
-
-/**
- * A request on `<subjects>.compose`: its triggers (at most 10 names of lowercase letters and '-';
- * `asked` when none) and the machines it names (undefined, so a full composition, when absent or
- * not a list of at most POKE_MACHINES_MAX names).
- */
-export function readPoke(data: Uint8Array): { triggers: string[]; machines: string[] | undefined } {
-  let body: { triggers?: unknown; machines?: unknown } | null = null;
-  try {
-    body = JSON.parse(new TextDecoder().decode(data));
-  } catch {
-    body = null;
-  }
-  const asked = body?.triggers;
-  const triggers = Array.isArray(asked) ? asked.filter((t): t is string => typeof t === 'string' && /^[a-z-]{1,40}$/.test(t)).slice(0, 10) : [];
-  const machines = body?.machines;
-  const named = Array.isArray(machines) && machines.length <= POKE_MACHINES_MAX && machines.every(isName) ? (machines as string[]) : undefined;
-  return { triggers: triggers.length ? triggers : ['asked'], machines: named };
-}
 
 /** What one composition is to be: full, or incremental over the machines named. */
 export interface Step {
@@ -55,7 +33,7 @@ export interface Step {
  * one is full.
  */
 export interface ComposeStep {
-  ask(trigger: string, machines?: readonly string[]): void;
+  ask(trigger: ComposeTrigger, machines?: readonly string[]): void;
   take(): Step;
   compose(step: Step, input: ComposeInput): Promise<Composition>;
   /** When a machine of the last composition next crosses LATE or SILENT, found while composing it; undefined when none will or it failed. */

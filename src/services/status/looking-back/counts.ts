@@ -2,7 +2,7 @@ import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { Invalid } from '../../../kernel/errors.js';
 import type { Composition, StatusFeed } from '../composition.js';
-import { COUNTS_HEADER } from '../replicating/stream-wire.js';
+import { COUNTS_HEADER } from '../replicating/wire.js';
 
 /**
  * The counts over time are kept as changes, at most two points per this long (the first change in

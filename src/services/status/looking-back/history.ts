@@ -4,7 +4,7 @@ import type { Composition, StatusFeed } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
 import { replayDeltas } from '../delta/delta-chain.js';
 import { type StatusStreamLink, storedAsMessage } from '../replicating/stream-follower.js';
-import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, streamAssembler } from '../replicating/stream-wire.js';
+import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, statusAssembler } from '../replicating/wire.js';
 
 /** Compositions rebuilt by `statusAt` kept by seq (least recently asked dropped first): a handful of incident screens. */
 export const STATUS_AT_CACHE_MAX = 16;
@@ -73,7 +73,7 @@ export class StatusHistory {
   async *entries(from: number, to: number, skip?: (msg: StreamMessage) => boolean): AsyncGenerator<StreamEntry> {
     if (to < from) return;
     const consumer = await this.link.js.consumers.get(this.link.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
-    const assemble = streamAssembler();
+    const assemble = statusAssembler();
     let next = from;
     try {
       while (next <= to) {

@@ -2,8 +2,7 @@ import { Invalid } from '../../../kernel/errors.js';
 import { isName, NAME_RULE } from '../../../kernel/names.js';
 import type { MachineState } from '../../machines/machines.js';
 import type { Composition, MachineStatus } from '../composition.js';
-import { PART_HEADER } from '../replicating/full-wire.js';
-import { KIND_HEADER, type StreamMessage } from '../replicating/stream-wire.js';
+import { KIND_HEADER, PART_HEADER, type StreamMessage } from '../replicating/wire.js';
 import type { StatusHistory } from './history.js';
 
 /** `machineHistory` lists at most this many changes of one machine (the earliest first); ask again from the last one's `at` for more. */

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
 import type { Composition } from '../composition.js';
 import { applyDelta, type StatusDelta } from '../delta/delta.js';
-import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, streamAssembler } from './stream-wire.js';
+import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, statusAssembler } from './wire.js';
 
 /** A read of the stream that fails (NATS restarting) is tried again this long after. */
 export const FOLLOW_RETRY_MS = 1_000;
@@ -126,7 +126,7 @@ export function followStatusStream(
         messages = await consumer.consume();
         // Stopped while the consumer was being made: nothing would end the loop below.
         if (stopped) return;
-        const assemble = streamAssembler();
+        const assemble = statusAssembler();
         for await (const m of messages) {
           // What it holds already (its own, on the serving replica) is not even gunzipped or parsed.
           const framing = framingOf({ seq: m.seq, headers: m.headers });
@@ -156,7 +156,7 @@ export function followStatusStream(
     }
   };
   const running = run();
-  const liveAssemble = streamAssembler();
+  const liveAssemble = statusAssembler();
   let liveChain = Promise.resolve();
   const liveSub = live?.nc.subscribe(link.subjects.all, {
     callback: (err, m) => {

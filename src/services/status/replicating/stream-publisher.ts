@@ -2,11 +2,11 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
+import type { ComposeTrigger } from '../composing/poke.js';
 import type { Composition, MachineStatus } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
-import { publishComposition } from './full-wire.js';
-import { encodeStreamEntry } from './stream-wire.js';
+import { encodeStreamEntry } from './wire.js';
 
 /** The serving replica puts a whole composition into the status stream at least this often (and on a takeover). */
 export const SNAPSHOT_EVERY_MS = 60_000;
@@ -23,7 +23,7 @@ export const LAST_HEARD_GRAIN_MS = 60_000;
  */
 export const STATUS_PUT_TIMEOUT_MS = 1_000;
 /** Triggers after which the next composition goes into the stream whole: a new server, a replica without one, a gap. */
-const SNAPSHOT_TRIGGERS = new Set(['start', 'takeover', 'resync', 'replica-joined']);
+const SNAPSHOT_TRIGGERS: ReadonlySet<ComposeTrigger> = new Set<ComposeTrigger>(['start', 'takeover', 'resync', 'replica-joined']);
 
 const sameModules = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((m, i) => m === b[i]);
 
@@ -75,26 +75,30 @@ export interface StatusPublisherLink {
   nc: NatsConnection;
   js: JetStreamClient;
   subjects: StatusStreamSubjects;
-  /** `<subjects>.status`: snapshots still go there whole, for agents that read it. */
-  fullSubject: string;
+  /** The composition this replica holds: the one the next is a delta from. */
   current(): Composition | undefined;
   logger?: Logger;
-  /** Told the seq being put into the stream (undefined once done), so this replica's follower does not read it back. */
-  onPublishing?(seq: number | undefined): void;
-  accept(composition: Composition, delta: StatusDelta | undefined): void;
+}
+
+/** What the publisher put: the composition as coarsened, the delta to it from the one held, and whether it goes whole on `<subjects>.status`. */
+export interface Published {
+  composition: Composition;
+  delta: StatusDelta | undefined;
+  /** A snapshot, or one the stream did not take: it goes whole on `<subjects>.status` too. */
+  whole: boolean;
 }
 
 /**
  * The serving replica's way out for compositions: each one, coarsened (`coarsenLastHeard`), goes
  * into the status stream as the delta from the one before; a whole snapshot follows when none
  * was published by this replica yet, when the one before was not its own (a takeover), after
- * SNAPSHOT_EVERY_MS, or when a replica asked (`resync`). Snapshots also go whole on
- * `<subjects>.status`. This replica's feed keeps the composition once the stream has it (so no
- * replica ever serves a seq the others cannot hear); when the stream cannot take it within
- * STATUS_PUT_TIMEOUT_MS (a leader being elected), it goes whole on `<subjects>.status`, where
- * every replica hears it, and the next one goes into the stream as a snapshot.
+ * SNAPSHOT_EVERY_MS, or when a replica asked (`resync`). It returns what it put, once the stream
+ * has it (so no replica ever serves a seq the others cannot hear), for the feed to keep and to
+ * send whole on `<subjects>.status` when `whole`: a snapshot, or a composition the stream could
+ * not take within STATUS_PUT_TIMEOUT_MS (a leader being elected), which every replica then hears
+ * there; the next one goes into the stream as a snapshot.
  */
-export function statusPublisher(link: StatusPublisherLink): (composition: Composition, trigger: string) => Promise<void> {
+export function statusPublisher(link: StatusPublisherLink): (composition: Composition, ...triggers: ComposeTrigger[]) => Promise<Published> {
   let snapshot: { streamSeq: number; at: number } | undefined;
   let published: number | undefined;
   // The stream sequence of this replica's last put: each put expects the stream to end there, so a
@@ -110,23 +114,18 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
     }
     return first!;
   };
-  return async (composed, trigger) => {
+  return async (composed, ...triggers) => {
     // A replica that takes the lease puts after whoever served before it: nothing to expect.
-    if (trigger.split(',').some((t) => t === 'start' || t === 'takeover')) lastPut = undefined;
+    if (triggers.some((t) => t === 'start' || t === 'takeover')) lastPut = undefined;
     const previous = link.current();
     const next = previous ? coarsenLastHeard(previous, composed) : composed;
     const delta = previous && previous.seq < next.seq ? diffCompositions(previous, next) : undefined;
     const whole =
-      !snapshot ||
-      !previous ||
-      published !== previous.seq ||
-      Date.now() - snapshot.at >= SNAPSHOT_EVERY_MS ||
-      trigger.split(',').some((t) => SNAPSHOT_TRIGGERS.has(t));
+      !snapshot || !previous || published !== previous.seq || Date.now() - snapshot.at >= SNAPSHOT_EVERY_MS || triggers.some((t) => SNAPSHOT_TRIGGERS.has(t));
     const maxPayload = link.nc.info?.max_payload ?? 1024 * 1024;
     // The delta goes before the snapshot of the same seq: a replica holding the base applies it and
     // keeps its chain of deltas (what resuming subscribers are sent), then skips the snapshot.
     let streamTookIt = true;
-    link.onPublishing?.(next.seq);
     try {
       const counts = countStates(next.machines);
       if (delta)
@@ -137,7 +136,6 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
       if (isWrongLastSequence(error)) {
         // Another replica serves now: this composition is kept nowhere and sent nowhere.
         lastPut = undefined;
-        link.onPublishing?.(undefined);
         throw new ServingFenced(next.seq, error);
       }
       // Not known whether the put got in: the next one expects nothing.
@@ -146,8 +144,6 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
       streamTookIt = false;
       link.logger?.warn({ err: String(error), seq: next.seq }, 'the status stream did not take a composition: sent whole on the status subject');
     }
-    link.accept(next, delta);
-    link.onPublishing?.(undefined);
-    if (whole || !streamTookIt) await publishComposition(link.nc, link.fullSubject, next);
+    return { composition: next, delta, whole: whole || !streamTookIt };
   };
 }
