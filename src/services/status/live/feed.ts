@@ -1,7 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { ComposeTrigger } from '../composing/poke.js';
-import type { Composition, StatusFeed } from '../composition.js';
+import type { Composition } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
 import { StatusHistory } from '../looking-back/history.js';
 import { type FollowerStats, followStatusStream, type StatusStreamLink } from '../replicating/stream-follower.js';
