@@ -28,6 +28,9 @@ function mergeLists<T>(chain: ListChangesIn<T>[], target: readonly T[], key: (it
     }
     for (const item of changes.added) {
       const k = key(item);
+      // Removed and added again, it is kept in the merged delta, but where the target has it, which
+      // may not be where the base had it among the kept: only the whole order says so.
+      if (state.get(k) === 'removed') reordered = true;
       state.set(k, state.get(k) === 'removed' ? 'changed' : state.get(k) === 'changed' ? 'changed' : 'added');
     }
     for (const item of changes.changed ?? []) {
