@@ -1,6 +1,5 @@
 import { type Client, createClient } from 'graphql-ws';
-import { Invalid } from '../../src/kernel/errors.js';
-import { applyDelta } from '../../src/services/status/delta/algebra.js';
+import { tryApplyDelta } from '../../src/services/status/delta/algebra.js';
 import {
   DashboardDocument,
   type DashboardSubscription,
@@ -38,16 +37,6 @@ const FORBIDDEN = 4403;
  */
 function changesRequest(seqHeld: number | undefined): { query: string; variables: Record<string, unknown> } {
   return { query: DashboardDocument.toString(), variables: seqHeld === undefined ? {} : { after: seqHeld } };
-}
-
-/** `held` after `delta`, or undefined when the algebra refuses it (not of the seq held, or not fitting it). */
-function appliedOrRefused(held: Status, delta: StatusDelta): Status | undefined {
-  try {
-    return applyDelta(held, delta);
-  } catch (error) {
-    if (error instanceof Invalid) return undefined;
-    throw error;
-  }
 }
 
 /**
@@ -113,7 +102,7 @@ export function followStatus(options: LiveOptions): { restart(): void; held(): S
             options.onFull(held);
             return;
           }
-          const next = change.delta && held ? appliedOrRefused(held, change.delta) : undefined;
+          const next = change.delta ? tryApplyDelta(held, change.delta) : undefined;
           if (change.delta && next) {
             held = next;
             options.onDelta(change.delta, held);

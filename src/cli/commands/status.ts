@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { Invalid } from '../../kernel/errors.js';
 import { BEHIND_SHOWN_S, behindSeconds } from '../../services/status/composition.js';
-import { applyDelta } from '../../services/status/delta/algebra.js';
+import { tryApplyDelta } from '../../services/status/delta/algebra.js';
 import { type CommandContext, type Runner, show } from '../context.js';
 import { StatusChangesDocument, StatusDocument, type StatusPartsFragment } from '../generated/graphql.js';
 import { col, listed, section, table } from '../output.js';
@@ -65,16 +64,14 @@ async function watch(ctx: CommandContext): Promise<void> {
       ({ statusChanges: change }) => {
         if (ended.aborted) return;
         if (change.full) held = change.full;
-        else if (change.delta && held) {
-          try {
-            held = applyDelta(held, change.delta);
-          } catch (error) {
-            if (!(error instanceof Invalid)) throw error;
-            held = undefined;
+        else if (change.delta) {
+          held = tryApplyDelta(held, change.delta);
+          // Refused, or a delta before any whole composition (never sent to a correct client).
+          if (!held) {
             refused.abort();
             return;
           }
-        } else return; // a delta before any whole composition: the gateway never sends one
+        } else return;
         if (ctx.json) ctx.print(JSON.stringify({ statusChanges: change }));
         else ctx.print(`${process.stdout.isTTY ? '\x1b[2J\x1b[H' : '\n'}${summary(held)}`);
       },

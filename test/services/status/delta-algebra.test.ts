@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { Invalid } from '../../../src/kernel/errors.js';
 import type { Composition } from '../../../src/services/status/composition.js';
-import { applyDelta, deltaIsEmpty, diffCompositions } from '../../../src/services/status/delta/algebra.js';
+import { applyDelta, deltaIsEmpty, diffCompositions, tryApplyDelta } from '../../../src/services/status/delta/algebra.js';
 import { mergeDeltas, replayDeltas } from '../../../src/services/status/delta/delta-chain.js';
 
 // The delta algebra alone, no gateway: the one pure module the gateway, meshctl and the dashboard
@@ -104,6 +104,10 @@ test('a delta whose base is not the composition held is refused, as is a chain t
     fc.property(three, ([a, b, c]) => {
       const delta = diffCompositions(a, b);
       expect(() => applyDelta(b, delta)).toThrow(Invalid);
+      // What meshctl and the dashboard call: nothing, so they ask for a whole composition.
+      expect(tryApplyDelta(b, delta)).toBeUndefined();
+      expect(tryApplyDelta(undefined, delta)).toBeUndefined();
+      expect(tryApplyDelta(a, overTheWire(delta))).toStrictEqual(b);
       expect(() => applyDelta(c, overTheWire(delta))).toThrow(Invalid);
       expect(() => replayDeltas(b, [delta])).toThrow(Invalid);
       expect(() => mergeDeltas([diffCompositions(b, c), delta], b)).toThrow(Invalid);
@@ -118,6 +122,7 @@ test('a delta ordering a key it neither keeps nor adds is refused, in every list
       const keys = (delta[list].order ?? []).concat('not-in-either');
       const bad = { ...delta, [list]: { ...delta[list], order: keys } };
       expect(() => applyDelta(a, bad)).toThrow(Invalid);
+      expect(tryApplyDelta(a, bad)).toBeUndefined();
       expect(() => applyDelta(a, { ...delta, [list]: { ...delta[list], addedAt: [...delta[list].addedAt, 0] } })).toThrow(Invalid);
     }),
   );

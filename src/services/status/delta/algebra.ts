@@ -233,6 +233,21 @@ export function applyDelta<C extends Composed>(a: C, delta: NoInfer<DeltaIn<C>>)
 }
 
 /**
+ * `applyDelta`, or undefined when it refuses the delta (an Invalid): what a client holding `a`
+ * does then is the same everywhere — forget `a` and ask for a whole composition — so meshctl and
+ * the dashboard share this rather than each catching.
+ */
+export function tryApplyDelta<C extends Composed>(a: C | undefined, delta: NoInfer<DeltaIn<C>>): C | undefined {
+  if (a === undefined) return undefined;
+  try {
+    return applyDelta(a, delta);
+  } catch (error) {
+    if (error instanceof Invalid) return undefined;
+    throw error;
+  }
+}
+
+/**
  * `a` stamped as the composition `last` brings it to (seq, composedAt, heardUntil when `last` has
  * one, tookMs, trigger), with the lists and counts given.
  */
