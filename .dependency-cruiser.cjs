@@ -18,6 +18,8 @@ const SERVICES = '^src/services/';
 const STORE_BUS = '^src/(store|bus)/';
 const KERNEL = '^src/kernel/';
 const LEAVES = '^src/(config|logger)\\.ts$';
+/** The pure delta algebra, which the dashboard bundles too. */
+const DELTA_ALGEBRA = '^src/services/status/delta/(algebra|delta-chain)\\.ts$';
 
 /** A rule that `from` (a layer) imports nothing in `above` (the layers over it). */
 const notUp = (name, comment, from, above) => ({
@@ -87,6 +89,17 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/cli/' },
       to: { path: '^src/(store|bus|schema|resolvers|server|fanout)/|^src/gateway\\.ts$' },
+    },
+    {
+      name: 'delta-algebra-is-pure',
+      comment:
+        'src/services/status/delta/algebra.ts and delta-chain.ts are the delta algebra the gateway, meshctl and ' +
+        'the dashboard (in the browser) all apply deltas with: they import each other and src/kernel/errors.ts ' +
+        'only, no node module, no npm package (dashboard/ imports them; test/dashboard/dashboard-imports.test.ts ' +
+        'holds the page to them).',
+      severity: 'error',
+      from: { path: DELTA_ALGEBRA },
+      to: { pathNot: [DELTA_ALGEBRA, '^src/kernel/errors\\.ts$'] },
     },
     {
       name: 'src-not-to-test-or-bench',

@@ -1,3 +1,5 @@
+import type { TypedDocumentString } from './generated/graphql.js';
+
 /** The token the person gave, kept for this browser tab only (sessionStorage), never in the page's address or storage that outlives the tab. */
 const TOKEN_KEY = 'mesh-gateway.token';
 
@@ -9,13 +11,13 @@ export const token = {
 
 export class Refused extends Error {}
 
-/** Runs a query over HTTP with the token; throws Refused on a 401 (no token, or one refused). */
-export async function query<T>(endpoint: string, document: string, variables: Record<string, unknown> = {}): Promise<T> {
+/** Runs a query (a generated document, dashboard/src/operations/) over HTTP with the token; throws Refused on a 401 (no token, or one refused). */
+export async function query<T, V>(endpoint: string, document: TypedDocumentString<T, V>, variables?: V): Promise<T> {
   const bearer = token.get();
   const response = await fetch(endpoint, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
-    body: JSON.stringify({ query: document, variables }),
+    body: JSON.stringify({ query: document.toString(), variables: variables ?? {} }),
   });
   if (response.status === 401) {
     // The gateway's reason (`the token expired at …`), when its answer carries one.

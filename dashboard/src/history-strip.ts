@@ -1,11 +1,5 @@
 import { clock, el } from './dom.js';
-import type { MachineState } from './types.js';
-
-export interface MachineChange {
-  seq: number;
-  at: string;
-  state: MachineState | null;
-}
+import type { DashboardMachineChangeFragment as MachineChange } from './generated/graphql.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const WIDTH = 1000;

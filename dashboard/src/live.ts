@@ -1,7 +1,11 @@
 import { type Client, createClient } from 'graphql-ws';
-import { applyDelta } from './apply.js';
-import { STATUS_CHANGES } from './queries.js';
-import type { Status, StatusChange, StatusDelta } from './types.js';
+import { tryApplyDelta } from '../../src/services/status/delta/algebra.js';
+import {
+  DashboardDocument,
+  type DashboardSubscription,
+  type DashboardStatusFragment as Status,
+  type DashboardDeltaFragment as StatusDelta,
+} from './generated/graphql.js';
 
 /** What the connection indicator shows. */
 export type Connection = 'connecting' | 'live' | 'reconnecting' | 'refused';
@@ -32,13 +36,15 @@ const FORBIDDEN = 4403;
  * composition when the gateway no longer keeps that seq (a restarted replica, a long absence).
  */
 function changesRequest(seqHeld: number | undefined): { query: string; variables: Record<string, unknown> } {
-  return { query: STATUS_CHANGES, variables: seqHeld === undefined ? {} : { after: seqHeld } };
+  return { query: DashboardDocument.toString(), variables: seqHeld === undefined ? {} : { after: seqHeld } };
 }
 
 /**
  * Follows `statusChanges` over graphql-ws, holding one composition: a `full` replaces it, a delta
- * is applied only when its `baseSeq` is the seq held (otherwise the page subscribes again and is
- * sent a whole one). Reconnects by itself with backoff; a refused token waits for `restart()`.
+ * is applied with the gateway's own algebra (src/services/status/delta/algebra.ts). A delta it
+ * refuses (its `baseSeq` is not the seq held, or it does not fit what is held) is never half
+ * shown: the page forgets the composition and subscribes again, and is sent a whole one.
+ * Reconnects by itself with backoff; a refused token waits for `restart()`.
  */
 export function followStatus(options: LiveOptions): { restart(): void; held(): Status | undefined } {
   let held: Status | undefined;
@@ -86,7 +92,7 @@ export function followStatus(options: LiveOptions): { restart(): void; held(): S
     client = socket;
     const subscribe = () => {
       let unsubscribe = () => {};
-      unsubscribe = socket.subscribe<{ statusChanges: StatusChange }>(changesRequest(held?.seq), {
+      unsubscribe = socket.subscribe<DashboardSubscription>(changesRequest(held?.seq), {
         next: (result) => {
           if (mine !== generation) return;
           const change = result.data?.statusChanges;
@@ -94,14 +100,19 @@ export function followStatus(options: LiveOptions): { restart(): void; held(): S
           if (change.full) {
             held = change.full;
             options.onFull(held);
-          } else if (change.delta && held && held.seq === change.baseSeq) {
-            held = applyDelta(held, change.delta);
-            options.onDelta(change.delta, held);
-          } else {
-            // Not the seq held (never sent to a correct client): start over with a whole one.
-            unsubscribe();
-            subscribe();
+            return;
           }
+          const next = change.delta ? tryApplyDelta(held, change.delta) : undefined;
+          if (change.delta && next) {
+            held = next;
+            options.onDelta(change.delta, held);
+            return;
+          }
+          // Refused, or a delta before any whole one (never sent to a correct client): start over from
+          // nothing, so the next message is whole and the page never shows a composition half applied.
+          held = undefined;
+          unsubscribe();
+          subscribe();
         },
         error: () => undefined,
         complete: () => undefined,

@@ -1,10 +1,15 @@
 import { query, Refused } from './api.js';
 import { byId, clock, el } from './dom.js';
-import { type MachineChange, machineHistoryStrip } from './history-strip.js';
+import {
+  DashboardCountsDocument,
+  DashboardMachineHistoryDocument,
+  DashboardPastDocument,
+  type MachineState,
+  type DashboardStatusFragment as Status,
+} from './generated/graphql.js';
+import { machineHistoryStrip } from './history-strip.js';
 import type { MachineGrid } from './machines.js';
-import { MACHINE_HISTORY, STATUS_AT, STATUS_COUNTS } from './queries.js';
-import { type CountPoint, Timeline } from './timeline.js';
-import type { MachineState, MachineStatus, Status } from './types.js';
+import { Timeline } from './timeline.js';
 import { type View, writeView } from './view.js';
 
 export interface LookBackOptions {
@@ -66,7 +71,7 @@ export class LookBack {
     if (view.machine) this.options.machines.choose(view.machine);
     if (view.at) void this.showPast(view.at);
     void this.guard(async () => {
-      const data = await query<{ statusCounts: CountPoint[] }>(this.options.endpoint, STATUS_COUNTS);
+      const data = await query(this.options.endpoint, DashboardCountsDocument);
       this.timeline.load(data.statusCounts);
       this.timeline.mark(this.view.at);
     });
@@ -97,7 +102,7 @@ export class LookBack {
     this.bannerText.textContent = `Looking up the mesh at ${clock(at)}…`;
     await this.guard(
       async () => {
-        const data = await query<{ statusAt: { seq: number; composedAt: string; machines: MachineStatus[] } | null }>(this.options.endpoint, STATUS_AT, { at });
+        const data = await query(this.options.endpoint, DashboardPastDocument, { at });
         if (mine !== this.asked || this.view.at !== at) return;
         const past = data.statusAt;
         if (!past) {
@@ -133,12 +138,11 @@ export class LookBack {
     this.history.replaceChildren(el('p', 'muted', `${name}: reading its history…`));
     await this.guard(
       async () => {
-        type Answer = { machineHistory: { data?: MachineChange[]; message?: string } };
-        const data = await query<Answer>(this.options.endpoint, MACHINE_HISTORY, { name });
+        const data = await query(this.options.endpoint, DashboardMachineHistoryDocument, { name });
         if (this.view.machine !== name) return;
-        const changes = data.machineHistory.data;
-        if (!changes) return void this.history.replaceChildren(el('p', 'muted', data.machineHistory.message ?? 'no history'));
-        this.history.replaceChildren(el('h4', undefined, `${name} over the kept history`), machineHistoryStrip(name, changes));
+        const answer = data.machineHistory;
+        if (!('data' in answer)) return void this.history.replaceChildren(el('p', 'muted', answer.message));
+        this.history.replaceChildren(el('h4', undefined, `${name} over the kept history`), machineHistoryStrip(name, answer.data));
       },
       (message) => this.history.replaceChildren(el('p', 'muted', `${name}'s history could not be read: ${message}`)),
     );

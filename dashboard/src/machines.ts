@@ -1,5 +1,6 @@
+import type { ListChangesIn } from '../../src/services/status/delta/algebra.js';
 import { ago, byId, clock, el } from './dom.js';
-import type { ListChanges, MachineState, MachineStatus } from './types.js';
+import type { MachineState, DashboardMachineFragment as MachineStatus } from './generated/graphql.js';
 
 const STATES: MachineState[] = ['UP', 'LATE', 'SILENT'];
 const NO_SITE = '(no site)';
@@ -164,7 +165,7 @@ export class MachineGrid {
     this.refreshDetail();
   }
 
-  apply(changes: ListChanges<MachineStatus>): void {
+  apply(changes: ListChangesIn<MachineStatus>): void {
     const touched = new Set<Site>();
     for (const name of changes.removed) this.remove(name, touched);
     for (const m of changes.changed ?? []) {

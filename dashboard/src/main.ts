@@ -1,24 +1,22 @@
 import './style.css';
 import { query, Refused, token } from './api.js';
 import { byId } from './dom.js';
+import {
+  DashboardCallsDocument,
+  DashboardDurationsDocument,
+  DashboardHandActsDocument,
+  DashboardPlansDocument,
+  type DashboardHandActFragment as HandActRow,
+  type MachineState,
+  type DashboardRunningCallFragment as RunningCall,
+  type DashboardStatusFragment as Status,
+  type DashboardDeltaFragment as StatusDelta,
+} from './generated/graphql.js';
 import { type Connection, followStatus } from './live.js';
 import { LookBack } from './look-back.js';
 import { MachineGrid } from './machines.js';
-import {
-  type Applies,
-  type DurationRow,
-  type HandActRow,
-  type RunningCall,
-  renderCalls,
-  renderComposition,
-  renderDurations,
-  renderHandActs,
-  renderPlans,
-  SeatTable,
-} from './panels.js';
-import { CALLS_RUNNING, DURATIONS, HAND_ACTS, PLAN_APPLIES } from './queries.js';
+import { type Applies, renderCalls, renderComposition, renderDurations, renderHandActs, renderPlans, SeatTable } from './panels.js';
 import { SideLive } from './side-live.js';
-import type { MachineState, Status, StatusDelta } from './types.js';
 import { readView } from './view.js';
 
 /** A composition older than twice the gateway's minute tick means the page is behind. */
@@ -97,21 +95,21 @@ const side = new SideLive({
 });
 
 const fetchApplies = throttled(async () => {
-  const data = await query<{ plans: { id: string; applies: { machine: string; tier: number; ok: boolean | null }[] }[] }>(endpoint, PLAN_APPLIES);
+  const data = await query(endpoint, DashboardPlansDocument);
   applies = new Map(data.plans.map((p) => [p.id, p.applies]));
   const held = live.held();
   if (held) renderPlans(held.plans, applies);
 });
 const fetchCalls = throttled(async () => {
-  const data = await query<{ calls: { edges: { node: RunningCall }[] } }>(endpoint, CALLS_RUNNING);
+  const data = await query(endpoint, DashboardCallsDocument);
   side.seedCalls(data.calls.edges.map((e) => e.node));
 });
 const fetchHandActs = throttled(async () => {
-  const data = await query<{ handActs: { edges: { node: HandActRow }[] } }>(endpoint, HAND_ACTS, { since: new Date(Date.now() - WEEK_MS).toISOString() });
+  const data = await query(endpoint, DashboardHandActsDocument, { since: new Date(Date.now() - WEEK_MS).toISOString() });
   side.seedHandActs(data.handActs.edges.map((e) => e.node));
 });
 const fetchDurations = throttled(async () => {
-  const data = await query<{ durations: DurationRow[] }>(endpoint, DURATIONS);
+  const data = await query(endpoint, DashboardDurationsDocument);
   renderDurations(data.durations);
 });
 

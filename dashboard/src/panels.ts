@@ -1,5 +1,15 @@
+import type { ListChangesIn } from '../../src/services/status/delta/algebra.js';
 import { ago, byId, clock, el, seconds } from './dom.js';
-import type { ListChanges, PlanStatus, RepeatedCause, SeatStatus, Status } from './types.js';
+import type {
+  DashboardAppliesFragment,
+  DashboardDurationFragment as DurationRow,
+  DashboardHandActFragment as HandActRow,
+  DashboardPlanFragment as PlanStatus,
+  DashboardCauseFragment as RepeatedCause,
+  DashboardRunningCallFragment as RunningCall,
+  DashboardSeatFragment as SeatStatus,
+  DashboardStatusFragment as Status,
+} from './generated/graphql.js';
 
 /** A replicated seat may have hundreds of holders: the row names this many and counts the rest. */
 const HOLDERS_SHOWN = 6;
@@ -18,7 +28,7 @@ export class SeatTable {
     this.count();
   }
 
-  apply(changes: ListChanges<SeatStatus>, seats: SeatStatus[]): void {
+  apply(changes: ListChangesIn<SeatStatus>, seats: SeatStatus[]): void {
     for (const name of changes.removed) {
       this.rows.get(name)?.remove();
       this.rows.delete(name);
@@ -56,7 +66,7 @@ export class SeatTable {
 }
 
 /** What one plan's machines answered, from `plans { applies }`. */
-export type Applies = Map<string, { machine: string; tier: number; ok: boolean | null }[]>;
+export type Applies = Map<string, DashboardAppliesFragment['applies']>;
 
 /** Plans with their tier progress (tier k of n; machines of the tier reported / ok / failed) and a stopped one's reason. */
 export function renderPlans(plans: PlanStatus[], applies: Applies): void {
@@ -87,16 +97,6 @@ export function renderPlans(plans: PlanStatus[], applies: Applies): void {
   );
 }
 
-export interface DurationRow {
-  kind: string;
-  count: number;
-  p50: number | null;
-  p90: number | null;
-  p99: number | null;
-  bound: number;
-  exceeded: number;
-}
-
 export function renderDurations(rows: DurationRow[]): void {
   const body = byId('durations').querySelector('tbody')!;
   body.replaceChildren(
@@ -117,15 +117,6 @@ export function renderDurations(rows: DurationRow[]): void {
   );
 }
 
-export interface RunningCall {
-  id: string;
-  seat: string;
-  verb: string;
-  caller: string;
-  door: string;
-  startedAt: string;
-}
-
 export function renderCalls(count: number, calls: RunningCall[]): void {
   byId('calls-count').textContent = String(count);
   byId('calls').replaceChildren(
@@ -133,16 +124,6 @@ export function renderCalls(count: number, calls: RunningCall[]): void {
       ? calls.map((c) => el('li', undefined, `${c.seat}.${c.verb} by ${c.caller} (${c.door}) for ${ago(c.startedAt)}`))
       : [el('li', 'muted', 'none running')]),
   );
-}
-
-export interface HandActRow {
-  id: string;
-  at: string;
-  actor: string;
-  act: string;
-  target: string | null;
-  why: string;
-  cause: string | null;
 }
 
 export function renderHandActs(count: number, causes: RepeatedCause[], acts: HandActRow[] | undefined): void {

@@ -1,6 +1,15 @@
 import type { Client } from 'graphql-ws';
-import type { HandActRow, RunningCall } from './panels.js';
-import { CALL_CHANGED, HAND_ACT_ADDED, PLAN_CHANGED } from './queries.js';
+import {
+  type DashboardAppliesFragment,
+  DashboardCallChangedDocument,
+  type DashboardCallChangedSubscription,
+  DashboardHandActAddedDocument,
+  type DashboardHandActAddedSubscription,
+  DashboardPlanChangedDocument,
+  type DashboardPlanChangedSubscription,
+  type DashboardHandActFragment as HandActRow,
+  type DashboardRunningCallFragment as RunningCall,
+} from './generated/graphql.js';
 
 /** The hand-acts shown: the newest this many. */
 const HAND_ACTS_SHOWN = 15;
@@ -9,12 +18,10 @@ const CALLS_KEPT = 200;
 const RESUBSCRIBE_AFTER_MS = 1_000;
 
 export interface SideHandlers {
-  onApplies(planId: string, applies: { machine: string; tier: number; ok: boolean | null }[]): void;
+  onApplies(planId: string, applies: DashboardAppliesFragment['applies']): void;
   onCalls(running: RunningCall[]): void;
   onHandActs(acts: HandActRow[]): void;
 }
-
-type ChangedCall = RunningCall & { state: string; cursor: string | null };
 
 /**
  * Plans' applies, calls running and hand-acts follow `planChanged`, `callChanged` and
@@ -57,8 +64,8 @@ export class SideLive {
   }
 
   private followPlans(socket: Client): void {
-    socket.subscribe<{ planChanged: { id: string; applies: { machine: string; tier: number; ok: boolean | null }[] } }>(
-      { query: PLAN_CHANGED },
+    socket.subscribe<DashboardPlanChangedSubscription>(
+      { query: DashboardPlanChangedDocument.toString() },
       {
         next: (r) => {
           const plan = r.data?.planChanged;
@@ -71,8 +78,8 @@ export class SideLive {
   }
 
   private followCalls(socket: Client): void {
-    socket.subscribe<{ callChanged: ChangedCall }>(
-      { query: CALL_CHANGED, variables: this.callCursor ? { after: this.callCursor } : {} },
+    socket.subscribe<DashboardCallChangedSubscription>(
+      { query: DashboardCallChangedDocument.toString(), variables: this.callCursor ? { after: this.callCursor } : {} },
       {
         next: (r) => {
           const call = r.data?.callChanged;
@@ -91,8 +98,8 @@ export class SideLive {
 
   private followHandActs(socket: Client): void {
     const newest = this.acts[0]?.id;
-    socket.subscribe<{ handActAdded: HandActRow }>(
-      { query: HAND_ACT_ADDED, variables: newest ? { after: newest } : {} },
+    socket.subscribe<DashboardHandActAddedSubscription>(
+      { query: DashboardHandActAddedDocument.toString(), variables: newest ? { after: newest } : {} },
       {
         next: (r) => {
           const act = r.data?.handActAdded;

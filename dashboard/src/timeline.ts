@@ -1,11 +1,5 @@
 import { clock, el } from './dom.js';
-
-export interface CountPoint {
-  at: string;
-  up: number;
-  late: number;
-  silent: number;
-}
+import type { DashboardCountFragment as CountPoint } from './generated/graphql.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const WIDTH = 1000;

@@ -1,4 +1,4 @@
-import type { MachineState } from './types.js';
+import type { MachineState } from './generated/graphql.js';
 
 /** What the page shows, kept in its address so that a link shows a colleague the same: the instant, the machine, the filter. */
 export interface View {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { buildSchema, lexicographicSortSchema, printSchema, validate } from 'graphql';
+import { buildSchema, lexicographicSortSchema, parse, printSchema, validate } from 'graphql';
 import { expect, test } from 'vitest';
+import * as dashboard from '../../dashboard/src/generated/graphql.js';
 import { RenameSeatDocument, SeatsDocument } from '../../src/cli/generated/graphql.js';
 import { schema } from '../../src/schema/index.js';
 
@@ -25,9 +26,13 @@ test('mutations answer with the errors plugin default names and every error impl
 
 test('the typed operations generated for tools are valid against the schema (run npm run codegen when this fails)', () => {
   for (const document of [SeatsDocument, RenameSeatDocument]) expect(validate(schema, document)).toEqual([]);
+  // The dashboard's are strings (dashboard/src/generated/): every one it sends.
+  const sent = Object.entries(dashboard).filter(([name]) => name.endsWith('Document'));
+  expect(sent.length).toBeGreaterThan(10);
+  for (const [name, document] of sent) expect(validate(schema, parse(String(document))), name).toEqual([]);
 });
 
-test("meshctl's typed operations are what codegen makes from the schema (run npm run codegen when this fails)", async () => {
+test("meshctl's and the dashboard's typed operations, and the manifest, are what codegen makes from the schema (run npm run codegen when this fails)", async () => {
   const { execFileSync } = await import('node:child_process');
   // --check exits non-zero when an output would change, writing nothing.
   expect(() =>

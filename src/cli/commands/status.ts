@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { BEHIND_SHOWN_S, behindSeconds, type Composition } from '../../services/status/composition.js';
-import type { StatusDelta } from '../../services/status/delta/delta.js';
-import { applyDelta } from '../../services/status/delta/delta.js';
+import { BEHIND_SHOWN_S, behindSeconds } from '../../services/status/composition.js';
+import { tryApplyDelta } from '../../services/status/delta/algebra.js';
 import { type CommandContext, type Runner, show } from '../context.js';
 import { StatusChangesDocument, StatusDocument, type StatusPartsFragment } from '../generated/graphql.js';
 import { col, listed, section, table } from '../output.js';
@@ -46,25 +45,42 @@ function summary(status: Summary): string {
   ].join('\n');
 }
 
-/** Follows statusChanges, applying deltas, redrawing the summary after each, resuming after a disconnect; Ctrl-C ends it (exit 0). */
+/**
+ * Follows statusChanges, applying deltas with the gateway's own algebra, redrawing the summary
+ * after each, resuming after a disconnect; Ctrl-C ends it (exit 0). A delta the algebra refuses
+ * (not of the seq held, or one that does not fit it) ends the subscription: the watcher forgets
+ * what it held and subscribes again, so the gateway sends a whole composition, never a wrong one.
+ */
 async function watch(ctx: CommandContext): Promise<void> {
   const stop = new AbortController();
   process.once('SIGINT', () => stop.abort());
   process.once('SIGTERM', () => stop.abort());
-  let held: Composition | undefined;
-  await ctx.client.subscribe(
-    StatusChangesDocument,
-    ({ statusChanges: change }) => {
-      if (change.full) held = change.full as unknown as Composition;
-      else if (change.delta && held && held.seq === change.baseSeq) held = applyDelta(held, change.delta as unknown as StatusDelta);
-      else return; // a delta this watcher cannot apply: the gateway sends a whole one next
-      if (ctx.json) ctx.print(JSON.stringify({ statusChanges: change }));
-      else ctx.print(`${process.stdout.isTTY ? '\x1b[2J\x1b[H' : '\n'}${summary(held as unknown as Summary)}`);
-    },
-    stop.signal,
-    // After a disconnect, resubscribed from the composition held: the deltas since, not the whole mesh again.
-    () => (held ? { after: held.seq } : {}),
-  );
+  let held: StatusPartsFragment | undefined;
+  for (;;) {
+    const refused = new AbortController();
+    const ended = AbortSignal.any([stop.signal, refused.signal]);
+    await ctx.client.subscribe(
+      StatusChangesDocument,
+      ({ statusChanges: change }) => {
+        if (ended.aborted) return;
+        if (change.full) held = change.full;
+        else if (change.delta) {
+          held = tryApplyDelta(held, change.delta);
+          // Refused, or a delta before any whole composition (never sent to a correct client).
+          if (!held) {
+            refused.abort();
+            return;
+          }
+        } else return;
+        if (ctx.json) ctx.print(JSON.stringify({ statusChanges: change }));
+        else ctx.print(`${process.stdout.isTTY ? '\x1b[2J\x1b[H' : '\n'}${summary(held)}`);
+      },
+      ended,
+      // After a disconnect, resubscribed from the composition held: the deltas since, not the whole mesh again.
+      () => (held ? { after: held.seq } : {}),
+    );
+    if (!refused.signal.aborted) return;
+  }
 }
 
 export function statusCommands(program: Command, run: Runner): void {

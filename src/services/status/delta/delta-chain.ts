@@ -1,9 +1,23 @@
 import { Invalid } from '../../../kernel/errors.js';
-import type { Composition } from '../composition.js';
-import { applyListChanges, byCause, byId, itself, type ListChanges, nameOf, type StatusDelta } from './delta.js';
+import {
+  applyListChanges,
+  byCause,
+  byId,
+  type Composed,
+  type Delta,
+  type DeltaIn,
+  itself,
+  type ListChanges,
+  type ListChangesIn,
+  nameOf,
+  withStamp,
+} from './algebra.js';
+
+// Chains of deltas, pure like algebra.ts: merged into one (a resumed subscriber), replayed onto a
+// base (looking back).
 
 /** The changes to one list over a chain of deltas, ending at the list `target` (the newest composition's). */
-function mergeLists<T>(chain: ListChanges<T>[], target: readonly T[], key: (item: T) => string): ListChanges<T> {
+function mergeLists<T>(chain: ListChangesIn<T>[], target: readonly T[], key: (item: T) => string): ListChanges<T> {
   // What each key is relative to the first base: added since, removed since, or kept and changed.
   const state = new Map<string, 'added' | 'removed' | 'changed'>();
   let reordered = false;
@@ -14,9 +28,12 @@ function mergeLists<T>(chain: ListChanges<T>[], target: readonly T[], key: (item
     }
     for (const item of changes.added) {
       const k = key(item);
+      // Removed and added again, it is kept in the merged delta, but where the target has it, which
+      // may not be where the base had it among the kept: only the whole order says so.
+      if (state.get(k) === 'removed') reordered = true;
       state.set(k, state.get(k) === 'removed' ? 'changed' : state.get(k) === 'changed' ? 'changed' : 'added');
     }
-    for (const item of changes.changed) {
+    for (const item of changes.changed ?? []) {
       const k = key(item);
       if (!state.has(k)) state.set(k, 'changed');
     }
@@ -39,11 +56,11 @@ function mergeLists<T>(chain: ListChanges<T>[], target: readonly T[], key: (item
  * delta brings to): the chain's changes merged, items taken from `target`. A resumed subscriber
  * is sent this one message instead of the chain. The chain must be consecutive.
  */
-export function mergeDeltas(chain: readonly StatusDelta[], target: Composition): StatusDelta {
+export function mergeDeltas<C extends Composed>(chain: readonly NoInfer<DeltaIn<C>>[], target: C): Delta<C> {
   const last = chain[chain.length - 1];
   if (!last || last.seq !== target.seq) throw new Invalid('a chain of deltas merges into the composition it ends at');
   for (let i = 1; i < chain.length; i++) if (chain[i].baseSeq !== chain[i - 1].seq) throw new Invalid('a chain of deltas to merge is consecutive');
-  const lastCount = (pick: (d: StatusDelta) => number | null) => chain.reduce<number | null>((n, d) => pick(d) ?? n, null);
+  const lastCount = (pick: (d: DeltaIn<C>) => number | null) => chain.reduce<number | null>((n, d) => pick(d) ?? n, null);
   return {
     seq: target.seq,
     baseSeq: chain[0].baseSeq,
@@ -72,7 +89,7 @@ export function mergeDeltas(chain: readonly StatusDelta[], target: Composition):
       byCause,
     ),
     unheldSeats: mergeLists(
-      chain.map((d) => ({ ...d.unheldSeats, changed: d.unheldSeats.changed ?? [] })),
+      chain.map((d) => d.unheldSeats),
       target.unheldSeats,
       itself,
     ),
@@ -82,7 +99,7 @@ export function mergeDeltas(chain: readonly StatusDelta[], target: Composition):
 }
 
 /** A list after a chain of its changes: items replaced in place while a change only changes items (the common case), rebuilt otherwise. */
-function replayList<T>(list: readonly T[], chain: ListChanges<T>[], key: (item: T) => string): T[] {
+function replayList<T>(list: readonly T[], chain: ListChangesIn<T>[], key: (item: T) => string): T[] {
   let items = list.slice();
   let index: Map<string, number> | undefined;
   for (const changes of chain) {
@@ -91,7 +108,7 @@ function replayList<T>(list: readonly T[], chain: ListChanges<T>[], key: (item: 
       index = undefined;
       continue;
     }
-    if (!changes.changed.length) continue;
+    if (!changes.changed?.length) continue;
     index ??= new Map(items.map((item, i) => [key(item), i]));
     for (const item of changes.changed) {
       const at = index.get(key(item));
@@ -106,7 +123,7 @@ function replayList<T>(list: readonly T[], chain: ListChanges<T>[], key: (item: 
  * other gives, without a copy of every list per delta (a minute of deltas over 10,000 machines
  * replays in milliseconds, not a second). Throws Invalid when the chain does not start at `base`.
  */
-export function replayDeltas(base: Composition, chain: readonly StatusDelta[]): Composition {
+export function replayDeltas<C extends Composed>(base: C, chain: readonly NoInfer<DeltaIn<C>>[]): C {
   if (!chain.length) return base;
   let seq = base.seq;
   for (const d of chain) {
@@ -114,14 +131,8 @@ export function replayDeltas(base: Composition, chain: readonly StatusDelta[]): 
     seq = d.seq;
   }
   const last = chain[chain.length - 1];
-  const count = (pick: (d: StatusDelta) => number | null, from: number) => chain.reduce((n, d) => pick(d) ?? n, from);
-  return {
-    seq: last.seq,
-    ...(base.controller !== undefined && { controller: base.controller }),
-    composedAt: last.composedAt,
-    ...(last.heardUntil !== undefined && { heardUntil: last.heardUntil }),
-    tookMs: last.tookMs,
-    trigger: last.trigger,
+  const count = (pick: (d: DeltaIn<C>) => number | null, from: number) => chain.reduce((n, d) => pick(d) ?? n, from);
+  return withStamp(base, last, {
     machines: replayList(
       base.machines,
       chain.map((d) => d.machines),
@@ -134,7 +145,7 @@ export function replayDeltas(base: Composition, chain: readonly StatusDelta[]): 
     ),
     unheldSeats: replayList(
       base.unheldSeats,
-      chain.map((d) => ({ ...d.unheldSeats, changed: d.unheldSeats.changed ?? [] })),
+      chain.map((d) => d.unheldSeats),
       itself,
     ),
     callsRunning: count((d) => d.callsRunning, base.callsRunning),
@@ -149,5 +160,5 @@ export function replayDeltas(base: Composition, chain: readonly StatusDelta[]): 
       chain.map((d) => d.plans),
       byId,
     ),
-  };
+  });
 }

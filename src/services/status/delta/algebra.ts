@@ -1,0 +1,271 @@
+import { Invalid } from '../../../kernel/errors.js';
+
+// The delta algebra, pure: no I/O, no Node, no NATS, and nothing of the gateway but its typed
+// errors. The gateway (delta.ts specialises it to its `Composition`), meshctl and the dashboard
+// apply deltas with these same functions, so a delta one refuses, all refuse.
+
+/**
+ * The changes to one keyed list of a composition, from a base to the next. Applied to the base's
+ * list it gives the next one exactly, items and order (see `applyListChanges`).
+ */
+export interface ListChanges<T> {
+  /** Items whose key the base did not have, in the order of the new list. */
+  added: T[];
+  /** Where each added item stands in the new list: ascending, one per `added`. */
+  addedAt: number[];
+  /** Items the base had under the same key with another value: the whole new value. */
+  changed: T[];
+  /** Keys the base had and the new list does not. */
+  removed: string[];
+  /** Every key of the new list in order; set only when items kept from the base changed their relative order. */
+  order: string[] | null;
+}
+
+/**
+ * A list's changes as a client receives them over GraphQL: the same, read-only, and `changed`
+ * absent from a list of names (`NameChanges` has none: a name is added or removed, never changed).
+ */
+export interface ListChangesIn<T> {
+  readonly added: readonly T[];
+  readonly addedAt: readonly number[];
+  readonly changed?: readonly T[];
+  readonly removed: readonly string[];
+  readonly order: readonly string[] | null;
+}
+
+/**
+ * What the algebra needs of a composition: its stamp, two counts and five keyed lists. The
+ * gateway's `Composition` (src/services/status/composition.ts) is one; so is the `Status` a client
+ * selects over GraphQL, whose instants are DateTime scalars and whose items carry only the fields
+ * selected. The functions are generic in it, so each consumer gets back its own shape.
+ */
+export interface Composed {
+  seq: number;
+  composedAt: unknown;
+  heardUntil?: unknown;
+  tookMs: number;
+  trigger: string;
+  machines: readonly { name: string }[];
+  seats: readonly { name: string }[];
+  plans: readonly { id: string }[];
+  repeatedCauses: readonly { cause: string }[];
+  unheldSeats: readonly string[];
+  callsRunning: number;
+  handActsThisWeek: number;
+}
+
+/**
+ * What changed from the composition `baseSeq` to the composition `seq`. A list is keyed by machine
+ * name, seat name, plan id, repeated cause, unheld seat name; a count is null when it did not
+ * change. composedAt, heardUntil, tookMs and trigger describe the composition `seq` and are always
+ * present (heardUntil but from an older gateway).
+ */
+export interface Delta<C extends Composed> {
+  seq: number;
+  baseSeq: number;
+  composedAt: C['composedAt'];
+  heardUntil?: C['heardUntil'];
+  tookMs: number;
+  trigger: string;
+  machines: ListChanges<C['machines'][number]>;
+  seats: ListChanges<C['seats'][number]>;
+  plans: ListChanges<C['plans'][number]>;
+  repeatedCauses: ListChanges<C['repeatedCauses'][number]>;
+  unheldSeats: ListChanges<string>;
+  callsRunning: number | null;
+  handActsThisWeek: number | null;
+}
+
+/** A delta as a client receives it (lists as `ListChangesIn`); every `Delta` is one. */
+export interface DeltaIn<C extends Composed> {
+  readonly seq: number;
+  readonly baseSeq: number;
+  readonly composedAt: C['composedAt'];
+  readonly heardUntil?: C['heardUntil'];
+  readonly tookMs: number;
+  readonly trigger: string;
+  readonly machines: ListChangesIn<C['machines'][number]>;
+  readonly seats: ListChangesIn<C['seats'][number]>;
+  readonly plans: ListChangesIn<C['plans'][number]>;
+  readonly repeatedCauses: ListChangesIn<C['repeatedCauses'][number]>;
+  readonly unheldSeats: ListChangesIn<string>;
+  readonly callsRunning: number | null;
+  readonly handActsThisWeek: number | null;
+}
+
+/**
+ * The keys of a composition's lists: machines and seats by name, plans by id, causes by cause, unheld
+ * seats by themselves. (`nameOf` is a key getter; kernel/names.ts' `byName` is the comparator.)
+ */
+export const nameOf = (item: { name: string }) => item.name;
+export const byId = (item: { id: string }) => item.id;
+export const byCause = (item: { cause: string }) => item.cause;
+export const itself = (item: string) => item;
+
+/** Whether two JSON values (plain objects, arrays, strings, numbers, booleans, null) are equal by value. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) {
+    if (!Object.hasOwn(b, k)) return false;
+    if (!sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
+}
+
+/** The changes turning list `a` into list `b`, items matched by `key` (keys are unique in a list). */
+export function diffList<T>(a: readonly T[], b: readonly T[], key: (item: T) => string): ListChanges<T> {
+  const before = new Map<string, T>();
+  for (const item of a) before.set(key(item), item);
+  const changes: ListChanges<T> = { added: [], addedAt: [], changed: [], removed: [], order: null };
+  const after = new Set<string>();
+  const keptInNewOrder: string[] = [];
+  for (let i = 0; i < b.length; i++) {
+    const item = b[i];
+    const k = key(item);
+    after.add(k);
+    if (!before.has(k)) {
+      changes.added.push(item);
+      changes.addedAt.push(i);
+      continue;
+    }
+    keptInNewOrder.push(k);
+    if (!sameJson(before.get(k), item)) changes.changed.push(item);
+  }
+  let kept = 0;
+  let reordered = false;
+  for (const item of a) {
+    const k = key(item);
+    if (!after.has(k)) changes.removed.push(k);
+    else if (keptInNewOrder[kept++] !== k) reordered = true;
+  }
+  if (reordered) changes.order = b.map(key);
+  return changes;
+}
+
+/**
+ * List `a` with `changes` applied: removals, then changed values in place, then additions at their
+ * places (or `order`). `changed` may be absent, as it is from a list of names on the wire.
+ */
+export function applyListChanges<T>(a: readonly T[], changes: ListChangesIn<T>, key: (item: T) => string): T[] {
+  const removed = new Set(changes.removed);
+  const changed = new Map<string, T>();
+  for (const item of changes.changed ?? []) changed.set(key(item), item);
+  const list: T[] = [];
+  for (const item of a) {
+    const k = key(item);
+    if (!removed.has(k)) list.push(changed.get(k) ?? item);
+  }
+  if (changes.added.length !== changes.addedAt.length) throw new Invalid('a delta list has as many places as added items');
+  if (changes.order) {
+    const byKey = new Map<string, T>();
+    for (const item of list) byKey.set(key(item), item);
+    for (const item of changes.added) byKey.set(key(item), item);
+    return changes.order.map((k) => {
+      const item = byKey.get(k);
+      if (item === undefined) throw new Invalid(`a delta orders ${JSON.stringify(k)}, which it neither keeps nor adds`);
+      return item;
+    });
+  }
+  for (let i = 0; i < changes.added.length; i++) list.splice(changes.addedAt[i], 0, changes.added[i]);
+  return list;
+}
+
+const isEmpty = (changes: ListChangesIn<unknown>) => !changes.added.length && !changes.changed?.length && !changes.removed.length && !changes.order;
+
+/** What changed from composition `a` to composition `b`; pure, and cheap where items are shared by reference. */
+export function diffCompositions<C extends Composed>(a: C, b: C): Delta<C> {
+  return {
+    seq: b.seq,
+    baseSeq: a.seq,
+    composedAt: b.composedAt,
+    ...(b.heardUntil !== undefined && { heardUntil: b.heardUntil }),
+    tookMs: b.tookMs,
+    trigger: b.trigger,
+    machines: diffList(a.machines, b.machines, nameOf),
+    seats: diffList(a.seats, b.seats, nameOf),
+    plans: diffList(a.plans, b.plans, byId),
+    repeatedCauses: diffList(a.repeatedCauses, b.repeatedCauses, byCause),
+    unheldSeats: diffList(a.unheldSeats, b.unheldSeats, itself),
+    callsRunning: a.callsRunning === b.callsRunning ? null : b.callsRunning,
+    handActsThisWeek: a.handActsThisWeek === b.handActsThisWeek ? null : b.handActsThisWeek,
+  };
+}
+
+/** Whether a delta changes nothing but the composition's stamp (seq, composedAt, heardUntil, tookMs, trigger). */
+export function deltaIsEmpty(delta: DeltaIn<Composed>): boolean {
+  return (
+    isEmpty(delta.machines) &&
+    isEmpty(delta.seats) &&
+    isEmpty(delta.plans) &&
+    isEmpty(delta.repeatedCauses) &&
+    isEmpty(delta.unheldSeats) &&
+    delta.callsRunning === null &&
+    delta.handActsThisWeek === null
+  );
+}
+
+/**
+ * The composition `delta.seq`, from the composition `delta.baseSeq` it applies to: `a` with the
+ * delta's stamp, counts and lists (any other field of `a`, the gateway's `controller`, is kept).
+ * Throws Invalid when `a` is not that base, or when a list's changes do not fit it (an `order` key
+ * neither kept nor added): the holder then needs a whole composition again, never a wrong one.
+ */
+export function applyDelta<C extends Composed>(a: C, delta: NoInfer<DeltaIn<C>>): C {
+  if (a.seq !== delta.baseSeq) throw new Invalid(`the delta applies to composition ${delta.baseSeq}, not ${a.seq}`);
+  return withStamp(a, delta, {
+    machines: applyListChanges(a.machines, delta.machines, nameOf),
+    seats: applyListChanges(a.seats, delta.seats, nameOf),
+    unheldSeats: applyListChanges(a.unheldSeats, delta.unheldSeats, itself),
+    callsRunning: delta.callsRunning ?? a.callsRunning,
+    handActsThisWeek: delta.handActsThisWeek ?? a.handActsThisWeek,
+    repeatedCauses: applyListChanges(a.repeatedCauses, delta.repeatedCauses, byCause),
+    plans: applyListChanges(a.plans, delta.plans, byId),
+  });
+}
+
+/**
+ * `applyDelta`, or undefined when it refuses the delta (an Invalid): what a client holding `a`
+ * does then is the same everywhere — forget `a` and ask for a whole composition — so meshctl and
+ * the dashboard share this rather than each catching.
+ */
+export function tryApplyDelta<C extends Composed>(a: C | undefined, delta: NoInfer<DeltaIn<C>>): C | undefined {
+  if (a === undefined) return undefined;
+  try {
+    return applyDelta(a, delta);
+  } catch (error) {
+    if (error instanceof Invalid) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * `a` stamped as the composition `last` brings it to (seq, composedAt, heardUntil when `last` has
+ * one, tookMs, trigger), with the lists and counts given.
+ */
+export function withStamp<C extends Composed>(
+  a: C,
+  last: Pick<DeltaIn<C>, 'seq' | 'composedAt' | 'heardUntil' | 'tookMs' | 'trigger'>,
+  body: Pick<C, 'machines' | 'seats' | 'unheldSeats' | 'callsRunning' | 'handActsThisWeek' | 'repeatedCauses' | 'plans'>,
+): C {
+  const next: C = {
+    ...a,
+    seq: last.seq,
+    composedAt: last.composedAt,
+    heardUntil: last.heardUntil,
+    tookMs: last.tookMs,
+    trigger: last.trigger,
+    ...body,
+  };
+  // A delta of an older gateway has no heardUntil, and neither has the composition it brings.
+  if (last.heardUntil === undefined) delete (next as Composed).heardUntil;
+  return next;
+}
