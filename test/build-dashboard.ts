@@ -16,8 +16,14 @@ function newest(dir: string): number {
   return latest;
 }
 
+/** What the page is built from: its own folder and the gateway's pure code it imports (the delta algebra, the domain errors). */
+const SOURCES = ['dashboard', 'src/services/status/delta', 'src/kernel/errors.ts'];
+
+/** The newest modification time of a file, or of any file under a folder. */
+const newestOf = (path: string): number => (statSync(path).isDirectory() ? newest(path) : statSync(path).mtimeMs);
+
 /** vitest's global setup: the gateway serves dist/dashboard at `/`, so the tests build it first when it is missing or older than its sources. */
 export default async function setup(): Promise<void> {
-  if (existsSync(BUILT) && statSync(BUILT).mtimeMs >= newest(join(ROOT, 'dashboard'))) return;
+  if (existsSync(BUILT) && statSync(BUILT).mtimeMs >= Math.max(...SOURCES.map((source) => newestOf(join(ROOT, source))))) return;
   await build({ configFile: join(ROOT, 'dashboard/vite.config.ts') });
 }

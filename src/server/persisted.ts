@@ -8,8 +8,8 @@ import type { Plugin } from 'graphql-yoga';
 import { Invalid } from '../kernel/errors.js';
 
 /**
- * The manifests codegen writes (hash → document), relative to the package's root: meshctl's now,
- * the dashboard's beside it when it has one.
+ * The manifests codegen writes (hash → document), relative to the package's root: one, holding
+ * the operations of meshctl and of the dashboard (codegen.ts).
  */
 const MANIFESTS = ['src/cli/generated/persisted-documents.json'];
 /** Raw query texts already matched to the manifest, so a client repeating one is not parsed twice; cleared when full. */
