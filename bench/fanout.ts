@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -14,6 +16,7 @@ import { startGateway } from '../src/gateway.js';
 import type { Composition } from '../src/services/status/composition.js';
 import { publishComposition } from '../src/services/status/live/feed.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
+import { profilerCommands } from './profile.js';
 import { deleteControllerStreams } from './streams.js';
 
 // Sizes the issue sets; every process is this file in a role, all traffic on 127.0.0.1.
@@ -27,6 +30,11 @@ const DELTA_SUBSCRIBERS = QUICK ? 1_000 : 10_000;
 /** Sockets per client process: 10,000 subscribers are four processes, whatever the machine. */
 const PER_CLIENT_PROCESS = 2_500;
 const RUNS = 5;
+/**
+ * BENCH_PROFILE=1: the gateway's CPU is profiled over each part (the queries, the full deliveries
+ * to each count), its top frames by self time printed and the profiles written to a folder.
+ */
+const PROFILE_DIR = process.env.BENCH_PROFILE === '1' ? join(tmpdir(), `mesh-fanout-profile-${process.pid}`) : undefined;
 const WAIT_MS = 60_000;
 
 const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -51,6 +59,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.le
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 const SEQ = /"seq":(\d+)/;
+/** The machine's 1-minute load average, printed beside each figure: this machine is shared. */
+const load = () => `[load ${loadavg()[0]!.toFixed(2)}]`;
 
 type Reply = Record<string, any>;
 type Handlers = Record<string, (args: Reply) => Reply | Promise<Reply>>;
@@ -158,6 +168,7 @@ async function gatewayRole(envJson: string): Promise<void> {
     mem: ({ gc }) => memory(gc),
     ...memorySampler(),
     stats: () => ({ fanout: gateway.http.fanout?.stats(), cache: gateway.http.statusCache?.stats() }),
+    ...profilerCommands(),
     stop: async () => {
       await gateway.stop();
       return {};
@@ -350,6 +361,21 @@ const machineLine = () =>
 
 /** Every figure of the issue in one run: `npm run bench -- fanout` (BENCH_ONLY=query|full|delta runs one part). */
 export async function run(): Promise<string> {
+  const lines: string[] = [];
+  const log = (line: string) => {
+    lines.push(line);
+    console.error(line);
+  };
+  log(
+    `load average at the start ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  );
+  await measure(log);
+  return [`machine: ${machineLine()}`, ...lines].join('\n');
+}
+
+async function measure(log: (line: string) => void): Promise<void> {
   const name = `bench_fanout_${randomBytes(4).toString('hex')}`;
   const controller = `benchfan_${randomBytes(3).toString('hex')}`;
   const subjects = `benchfan_${randomBytes(3).toString('hex')}`;
@@ -361,11 +387,6 @@ export async function run(): Promise<string> {
   await admin(`create database "${name}"`);
   const databaseUrl = new URL(ADMIN_URL);
   databaseUrl.pathname = `/${name}`;
-  const lines: string[] = [];
-  const log = (line: string) => {
-    lines.push(line);
-    console.error(line);
-  };
   const gateway = spawnRole(
     'gateway',
     JSON.stringify({
@@ -383,6 +404,17 @@ export async function run(): Promise<string> {
     ['--expose-gc'],
   );
   const bare = spawnRole('bare', '-', ['--expose-gc']);
+  if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
+  /** Runs `part` with the gateway's CPU profiled (BENCH_PROFILE=1), and prints its top frames. */
+  const profiled = async <T>(name: string, part: () => Promise<T>): Promise<T> => {
+    if (!PROFILE_DIR) return part();
+    await gateway.call('profileStart');
+    const result = await part();
+    const file = join(PROFILE_DIR, `${name}.cpuprofile`);
+    const { top } = await gateway.call('profileStop', { file });
+    log([`  the gateway's CPU over ${name} (${file}), top frames by self time:`, ...top.map((l: string) => `    ${l}`)].join('\n'));
+    return result;
+  };
   let nc: NatsConnection | undefined;
   try {
     const { url } = await gateway.call('url');
@@ -421,9 +453,9 @@ export async function run(): Promise<string> {
         `${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)`;
       for (const method of ['POST', 'GET'] as const) {
         const bareQuery = await cannon(bareUrls.http, method);
-        const gatewayQuery = await cannon(url, method);
+        const gatewayQuery = await profiled(`query-${method}`, () => cannon(url, method));
         log(
-          `status query (${method}), ${QUERY_CLIENTS} clients, ${QUERY_SECONDS} s: gateway ${q(gatewayQuery)}; bare node:http ${q(bareQuery)}; ratio ${(gatewayQuery.requests.average / bareQuery.requests.average).toFixed(2)}×`,
+          `status query (${method}), ${QUERY_CLIENTS} clients, ${QUERY_SECONDS} s: gateway ${q(gatewayQuery)}; bare node:http ${q(bareQuery)}; ratio ${(gatewayQuery.requests.average / bareQuery.requests.average).toFixed(2)}× ${load()}`,
         );
       }
       log(`  gateway status cache: ${JSON.stringify((await gateway.call('stats')).cache)}`);
@@ -445,12 +477,14 @@ export async function run(): Promise<string> {
       const subscribers = await startClients(wsUrl, total, STATUS_SUBSCRIPTION);
       const bareTarget = await barely(subscribers, total);
       const message = await subscribers.lastMessage();
-      const [viaGateway, viaBare] = await alternate([{ server: gateway, clients: subscribers, send: publish }, bareTarget], total, nextSeq);
+      const [viaGateway, viaBare] = await profiled(`full-${total}`, () =>
+        alternate([{ server: gateway, clients: subscribers, send: publish }, bareTarget], total, nextSeq),
+      );
       const stats = (await gateway.call('stats')).fanout;
       await Promise.all([subscribers.close(), bareTarget.clients.close()]);
       const ratio = median(viaGateway!.map((r) => r.ms)) / median(viaBare!.map((r) => r.ms));
       log(
-        `full composition (${kb(message.length)} message) to ${total} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}; ratio ${ratio.toFixed(2)}×`,
+        `full composition (${kb(message.length)} message) to ${total} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}; ratio ${ratio.toFixed(2)}× ${load()}`,
       );
       log(
         `  gateway fanout: ${stats.groups} group(s), ${stats.executions} executions and ${stats.serializations} serializations so far, ${stats.skipped} skipped`,
@@ -459,7 +493,7 @@ export async function run(): Promise<string> {
     }
 
     // A one-machine change as a delta to 10,000 subscribers; idle memory per subscriber on the way.
-    if (only && only !== 'delta') return [`machine: ${machineLine()}`, ...lines].join('\n');
+    if (only && only !== 'delta') return;
     const idleBefore = await gateway.call('mem', { gc: true });
     const changes = await startClients(wsUrl, DELTA_SUBSCRIBERS, CHANGES_SUBSCRIPTION);
     await sleep(2_000);
@@ -473,7 +507,7 @@ export async function run(): Promise<string> {
     const [viaGateway, viaBare] = await alternate([{ server: gateway, clients: changes, send: publish }, bareTarget], DELTA_SUBSCRIBERS, nextSeq);
     await Promise.all([changes.close(), bareTarget.clients.close()]);
     log(
-      `one-machine change as a delta (${delta.length} B message) to ${DELTA_SUBSCRIBERS} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}`,
+      `one-machine change as a delta (${delta.length} B message) to ${DELTA_SUBSCRIBERS} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)} ${load()}`,
     );
     await gateway.call('stop');
   } finally {
@@ -482,7 +516,6 @@ export async function run(): Promise<string> {
     await admin(`drop database if exists "${name}" with (force)`).catch(() => undefined);
     await deleteControllerStreams(NATS_URL, controller);
   }
-  return [`machine: ${machineLine()}`, ...lines].join('\n');
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
