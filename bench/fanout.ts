@@ -22,7 +22,7 @@ import { deleteControllerStreams } from './streams.js';
 // Sizes the issue sets; every process is this file in a role, all traffic on 127.0.0.1.
 const MACHINES = 1_000;
 const QUERY_CLIENTS = 50;
-const QUERY_SECONDS = Number(process.env.BENCH_QUERY_SECONDS ?? 10);
+const QUERY_SECONDS = Number(process.env.BENCH_QUERY_SECONDS ?? 4);
 /** BENCH_QUICK=1: a smoke run of the same steps at a tenth of the sizes. */
 const QUICK = process.env.BENCH_QUICK === '1';
 const FULL_SUBSCRIBERS = QUICK ? [100, 500] : [1_000, 5_000];
@@ -139,6 +139,7 @@ function memorySampler(): Handlers {
   let base = memory();
   let peak = { ...base };
   let timer: NodeJS.Timeout | undefined;
+  let cpu = process.cpuUsage();
   const sample = () => {
     const m = memory();
     for (const k of Object.keys(peak)) peak[k] = Math.max(peak[k], m[k]);
@@ -147,13 +148,15 @@ function memorySampler(): Handlers {
     sampleStart: () => {
       base = memory();
       peak = { ...base };
+      cpu = process.cpuUsage();
       timer = setInterval(sample, 5);
       return {};
     },
     sampleStop: () => {
       clearInterval(timer);
       sample();
-      return { rss: peak.rss - base.rss, heap: peak.heapUsed + peak.external - base.heapUsed - base.external };
+      const used = process.cpuUsage(cpu);
+      return { rss: peak.rss - base.rss, heap: peak.heapUsed + peak.external - base.heapUsed - base.external, cpuMs: (used.user + used.system) / 1000 };
     },
   };
 }
@@ -166,6 +169,7 @@ async function gatewayRole(envJson: string): Promise<void> {
   serveCommands({
     url: () => ({ url: gateway.url }),
     mem: ({ gc }) => memory(gc),
+    cpu: () => process.cpuUsage(),
     ...memorySampler(),
     stats: () => ({ fanout: gateway.http.fanout?.stats(), cache: gateway.http.statusCache?.stats() }),
     ...profilerCommands(),
@@ -202,6 +206,7 @@ async function bareRole(): Promise<void> {
     },
     clients: () => ({ clients: wss.clients.size }),
     mem: ({ gc }) => memory(gc),
+    cpu: () => process.cpuUsage(),
     ...memorySampler(),
   });
 }
@@ -299,6 +304,8 @@ interface Delivery {
   ms: number;
   rss: number;
   heap: number;
+  /** The server process's CPU time (user + system) over the delivery: less sensitive to a loaded machine than its wall time. */
+  cpuMs: number;
 }
 
 interface Target {
@@ -315,7 +322,7 @@ async function deliver(target: Target, total: number, seq: number): Promise<Deli
   const { count, last } = await target.clients.wait(seq);
   const memory = await target.server.call('sampleStop');
   if (count !== total) throw new Error(`only ${count} of ${total} clients got ${seq}`);
-  return { ms: last - t0, rss: memory.rss, heap: memory.heap };
+  return { ms: last - t0, rss: memory.rss, heap: memory.heap, cpuMs: memory.cpuMs };
 }
 
 /** RUNS deliveries to each target after a warm-up, taking turns, so a burst of load on this shared machine falls on both alike. */
@@ -332,28 +339,68 @@ async function alternate(targets: Target[], total: number, seqs: () => number): 
 }
 
 const summary = (runs: Delivery[]) =>
-  `${median(runs.map((r) => r.ms)).toFixed(0)} ms (runs ${runs.map((r) => r.ms.toFixed(0)).join(', ')}); memory growth ${mb(median(runs.map((r) => r.rss)))} RSS, ${mb(median(runs.map((r) => r.heap)))} heap+external`;
+  `${median(runs.map((r) => r.ms)).toFixed(0)} ms (runs ${runs.map((r) => r.ms.toFixed(0)).join(', ')}), CPU ${median(runs.map((r) => r.cpuMs)).toFixed(0)} ms; memory growth ${mb(median(runs.map((r) => r.rss)))} RSS, ${mb(median(runs.map((r) => r.heap)))} heap+external`;
 
-/** 50 clients asking the status query for QUERY_SECONDS after a 2 s warm-up: POST with a JSON body, or GET with the query in the URL. */
-async function cannon(url: string, method: 'POST' | 'GET'): Promise<autocannon.Result> {
-  const options =
-    method === 'POST'
-      ? {
-          url,
-          method,
-          connections: QUERY_CLIENTS,
-          headers: { 'content-type': 'application/json', accept: 'application/json' },
-          body: JSON.stringify({ query: STATUS_QUERY, operationName: 'Status' }),
-        }
-      : {
-          url: `${url}?${new URLSearchParams({ query: STATUS_QUERY, operationName: 'Status' })}`,
-          method,
-          connections: QUERY_CLIENTS,
-          // A GET with no content type carries the CSRF prevention header (docs/access.md).
-          headers: { accept: 'application/json', 'x-graphql-yoga-csrf': '1' },
-        };
-  await autocannon({ ...options, duration: 2 });
-  return autocannon({ ...options, duration: QUERY_SECONDS });
+/** Turns each server takes at the status query, alternating, so a burst of load on this shared machine falls on both alike. */
+const QUERY_TURNS = Number(process.env.BENCH_QUERY_TURNS ?? 5);
+
+/** The status query as autocannon asks it: POST with a JSON body, or GET with the query in the URL. */
+function cannonOptions(url: string, method: 'POST' | 'GET'): autocannon.Options {
+  return method === 'POST'
+    ? {
+        url,
+        method,
+        connections: QUERY_CLIENTS,
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ query: STATUS_QUERY, operationName: 'Status' }),
+      }
+    : {
+        url: `${url}?${new URLSearchParams({ query: STATUS_QUERY, operationName: 'Status' })}`,
+        method,
+        connections: QUERY_CLIENTS,
+        // A GET with no content type carries the CSRF prevention header (docs/access.md).
+        headers: { accept: 'application/json', 'x-graphql-yoga-csrf': '1' },
+      };
+}
+
+interface QueryTurns {
+  /** Requests a second over all turns. */
+  rate: number;
+  /** The worst p99 of any turn, and the median p50. */
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  /** Each turn's requests a second. */
+  turns: number[];
+  /** The server process's CPU time per answered request, over all turns (µs). */
+  cpuUs: number;
+}
+
+/**
+ * 50 clients asking the status query of each server in turn, QUERY_TURNS turns of QUERY_SECONDS
+ * each after a 2 s warm-up of each: the ratio is taken over the same minutes for both.
+ */
+async function cannonTurns(servers: { url: string; role: Role }[], method: 'POST' | 'GET'): Promise<QueryTurns[]> {
+  for (const { url } of servers) await autocannon({ ...cannonOptions(url, method), duration: 2 });
+  const results: autocannon.Result[][] = servers.map(() => []);
+  const cpuUs = servers.map(() => 0);
+  for (let turn = 0; turn < QUERY_TURNS; turn++)
+    for (const [i, { url, role }] of servers.entries()) {
+      const before = await role.call('cpu');
+      results[i]!.push(await autocannon({ ...cannonOptions(url, method), duration: QUERY_SECONDS }));
+      const after = await role.call('cpu');
+      cpuUs[i]! += after.user + after.system - before.user - before.system;
+    }
+  return results.map((rs, i) => ({
+    cpuUs: cpuUs[i]! / rs.reduce((sum, r) => sum + r.requests.total, 0),
+    rate: rs.reduce((sum, r) => sum + r.requests.total, 0) / (QUERY_SECONDS * rs.length),
+    p50: median(rs.map((r) => r.latency.p50)),
+    p99: Math.max(...rs.map((r) => r.latency.p99)),
+    non2xx: rs.reduce((sum, r) => sum + r.non2xx, 0),
+    errors: rs.reduce((sum, r) => sum + r.errors, 0),
+    turns: rs.map((r) => Math.round(r.requests.average)),
+  }));
 }
 
 const machineLine = () =>
@@ -449,13 +496,20 @@ async function measure(log: (line: string) => void): Promise<void> {
     log(`composition: ${MACHINES} machines, ${composition.seats.length} seats; status response (every field) ${kb(body.length)}`);
     await bare.call('body', { base64: body.toString('base64') });
     if (!only || only === 'query') {
-      const q = (r: autocannon.Result) =>
-        `${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)`;
+      const q = (r: QueryTurns) =>
+        `${Math.round(r.rate)} req/s (turns ${r.turns.join(', ')}), CPU ${r.cpuUs.toFixed(0)} µs a request, p50 ${r.p50} ms, worst p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)`;
       for (const method of ['POST', 'GET'] as const) {
-        const bareQuery = await cannon(bareUrls.http, method);
-        const gatewayQuery = await profiled(`query-${method}`, () => cannon(url, method));
+        const [gatewayQuery, bareQuery] = await profiled(`query-${method}`, () =>
+          cannonTurns(
+            [
+              { url, role: gateway },
+              { url: bareUrls.http, role: bare },
+            ],
+            method,
+          ),
+        );
         log(
-          `status query (${method}), ${QUERY_CLIENTS} clients, ${QUERY_SECONDS} s: gateway ${q(gatewayQuery)}; bare node:http ${q(bareQuery)}; ratio ${(gatewayQuery.requests.average / bareQuery.requests.average).toFixed(2)}× ${load()}`,
+          `status query (${method}), ${QUERY_CLIENTS} clients, ${QUERY_TURNS} turns of ${QUERY_SECONDS} s: gateway ${q(gatewayQuery!)}; bare node:http ${q(bareQuery!)}; ratio ${(gatewayQuery!.rate / bareQuery!.rate).toFixed(2)}×, CPU a request ${(gatewayQuery!.cpuUs / bareQuery!.cpuUs).toFixed(2)}× bare's ${load()}`,
         );
       }
       log(`  gateway status cache: ${JSON.stringify((await gateway.call('stats')).cache)}`);
@@ -483,8 +537,9 @@ async function measure(log: (line: string) => void): Promise<void> {
       const stats = (await gateway.call('stats')).fanout;
       await Promise.all([subscribers.close(), bareTarget.clients.close()]);
       const ratio = median(viaGateway!.map((r) => r.ms)) / median(viaBare!.map((r) => r.ms));
+      const cpuRatio = median(viaGateway!.map((r) => r.cpuMs)) / median(viaBare!.map((r) => r.cpuMs));
       log(
-        `full composition (${kb(message.length)} message) to ${total} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}; ratio ${ratio.toFixed(2)}× ${load()}`,
+        `full composition (${kb(message.length)} message) to ${total} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}; ratio ${ratio.toFixed(2)}×, CPU ${cpuRatio.toFixed(2)}× bare's ${load()}`,
       );
       log(
         `  gateway fanout: ${stats.groups} group(s), ${stats.executions} executions and ${stats.serializations} serializations so far, ${stats.skipped} skipped`,
