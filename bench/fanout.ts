@@ -478,7 +478,9 @@ async function measure(log: (line: string) => void): Promise<void> {
     let seq = composition.seq;
     const nextSeq = () => ++seq;
 
-    const only = process.env.BENCH_ONLY;
+    // BENCH_ONLY=query,full runs those parts; unset, all.
+    const parts = process.env.BENCH_ONLY?.split(',');
+    const runs = (part: string) => !parts || parts.includes(part);
     // The status query, every field, 50 clients: the gateway against a bare server answering its bytes.
     let response: Response | undefined;
     for (let i = 0; i < 100; i++) {
@@ -495,7 +497,7 @@ async function measure(log: (line: string) => void): Promise<void> {
     if (!body.includes(`"seq":${seq}`)) throw new Error(`the gateway never answered composition ${seq}: ${body.subarray(0, 300)}`);
     log(`composition: ${MACHINES} machines, ${composition.seats.length} seats; status response (every field) ${kb(body.length)}`);
     await bare.call('body', { base64: body.toString('base64') });
-    if (!only || only === 'query') {
+    if (runs('query')) {
       const q = (r: QueryTurns) =>
         `${Math.round(r.rate)} req/s (turns ${r.turns.join(', ')}), CPU ${r.cpuUs.toFixed(0)} µs a request, p50 ${r.p50} ms, worst p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)`;
       for (const method of ['POST', 'GET'] as const) {
@@ -527,7 +529,7 @@ async function measure(log: (line: string) => void): Promise<void> {
       return { server: bare, clients: await startClients(bareUrls.ws, total), send: broadcast };
     };
 
-    for (const total of !only || only === 'full' ? FULL_SUBSCRIBERS : []) {
+    for (const total of runs('full') ? FULL_SUBSCRIBERS : []) {
       const subscribers = await startClients(wsUrl, total, STATUS_SUBSCRIPTION);
       const bareTarget = await barely(subscribers, total);
       const message = await subscribers.lastMessage();
@@ -548,7 +550,7 @@ async function measure(log: (line: string) => void): Promise<void> {
     }
 
     // A one-machine change as a delta to 10,000 subscribers; idle memory per subscriber on the way.
-    if (only && only !== 'delta') return;
+    if (!runs('delta')) return;
     const idleBefore = await gateway.call('mem', { gc: true });
     const changes = await startClients(wsUrl, DELTA_SUBSCRIBERS, CHANGES_SUBSCRIPTION);
     await sleep(2_000);

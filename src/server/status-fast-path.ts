@@ -49,7 +49,8 @@ const isJsonBody = (type: string | undefined): boolean => type === 'application/
  * - only `query`, `operationName` and `variables`, well formed, the variables passing the params
  *   guard, the document in the manifest under MESH_PERSISTED_ONLY;
  * - a kept response for this caller at the current composition;
- * - one operation within the caller's rate (a refusal spends no token: Yoga refuses it again, 429).
+ * - a caller within its rate, judged before the body is read (one over it goes to Yoga unread, and is
+ *   refused 429 before its body is parsed); the operation is taken from its bucket as it is answered.
  * Anonymous callers, a foreign Host and a draining replica were refused before this, as before Yoga.
  * The access line names the operation, /metrics counts the request and the cache hit.
  */
@@ -112,10 +113,19 @@ export function statusFastPath(options: StatusFastPathOptions): (request: Incomi
     return params;
   };
 
+  /** A caller over its rate is refused by Yoga before its body is read, as ever: this path leaves it alone. */
+  const overRate = (authorization: string | undefined): boolean => {
+    try {
+      return rate.wouldRefuse(access.callerFor(authorization).name);
+    } catch {
+      return true;
+    }
+  };
+
   return (request, response, next) => {
     const { method, url, headers } = request;
     const mediaType = headers.origin === undefined ? regularMediaType(headers.accept) : undefined;
-    if (!mediaType || !url || !cache.stats().entries) return next(request, response);
+    if (!mediaType || !url || !cache.stats().entries || overRate(headers.authorization)) return next(request, response);
     if (method === 'GET' && url.startsWith(getPrefix)) {
       if (!passesCsrfPrevention(headers['content-type'], headers['x-graphql-yoga-csrf'] !== undefined)) return next(request, response);
       const params = fromUrl(url);
