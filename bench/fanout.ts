@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -14,12 +16,13 @@ import { startGateway } from '../src/gateway.js';
 import type { Composition } from '../src/services/status/composition.js';
 import { publishComposition } from '../src/services/status/replicating/wire.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
+import { profilerCommands } from './profile.js';
 import { deleteControllerStreams } from './streams.js';
 
 // Sizes the issue sets; every process is this file in a role, all traffic on 127.0.0.1.
 const MACHINES = 1_000;
 const QUERY_CLIENTS = 50;
-const QUERY_SECONDS = Number(process.env.BENCH_QUERY_SECONDS ?? 10);
+const QUERY_SECONDS = Number(process.env.BENCH_QUERY_SECONDS ?? 4);
 /** BENCH_QUICK=1: a smoke run of the same steps at a tenth of the sizes. */
 const QUICK = process.env.BENCH_QUICK === '1';
 const FULL_SUBSCRIBERS = QUICK ? [100, 500] : [1_000, 5_000];
@@ -27,6 +30,11 @@ const DELTA_SUBSCRIBERS = QUICK ? 1_000 : 10_000;
 /** Sockets per client process: 10,000 subscribers are four processes, whatever the machine. */
 const PER_CLIENT_PROCESS = 2_500;
 const RUNS = 5;
+/**
+ * BENCH_PROFILE=1: the gateway's CPU is profiled over each part (the queries, the full deliveries
+ * to each count), its top frames by self time printed and the profiles written to a folder.
+ */
+const PROFILE_DIR = process.env.BENCH_PROFILE === '1' ? join(tmpdir(), `mesh-fanout-profile-${process.pid}`) : undefined;
 const WAIT_MS = 60_000;
 
 const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -51,6 +59,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.le
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 const SEQ = /"seq":(\d+)/;
+/** The machine's 1-minute load average, printed beside each figure: this machine is shared. */
+const load = () => `[load ${loadavg()[0]!.toFixed(2)}]`;
 
 type Reply = Record<string, any>;
 type Handlers = Record<string, (args: Reply) => Reply | Promise<Reply>>;
@@ -129,6 +139,7 @@ function memorySampler(): Handlers {
   let base = memory();
   let peak = { ...base };
   let timer: NodeJS.Timeout | undefined;
+  let cpu = process.cpuUsage();
   const sample = () => {
     const m = memory();
     for (const k of Object.keys(peak)) peak[k] = Math.max(peak[k], m[k]);
@@ -137,13 +148,15 @@ function memorySampler(): Handlers {
     sampleStart: () => {
       base = memory();
       peak = { ...base };
+      cpu = process.cpuUsage();
       timer = setInterval(sample, 5);
       return {};
     },
     sampleStop: () => {
       clearInterval(timer);
       sample();
-      return { rss: peak.rss - base.rss, heap: peak.heapUsed + peak.external - base.heapUsed - base.external };
+      const used = process.cpuUsage(cpu);
+      return { rss: peak.rss - base.rss, heap: peak.heapUsed + peak.external - base.heapUsed - base.external, cpuMs: (used.user + used.system) / 1000 };
     },
   };
 }
@@ -156,8 +169,10 @@ async function gatewayRole(envJson: string): Promise<void> {
   serveCommands({
     url: () => ({ url: gateway.url }),
     mem: ({ gc }) => memory(gc),
+    cpu: () => process.cpuUsage(),
     ...memorySampler(),
     stats: () => ({ fanout: gateway.http.fanout?.stats(), cache: gateway.http.statusCache?.stats() }),
+    ...profilerCommands(),
     stop: async () => {
       await gateway.stop();
       return {};
@@ -191,6 +206,7 @@ async function bareRole(): Promise<void> {
     },
     clients: () => ({ clients: wss.clients.size }),
     mem: ({ gc }) => memory(gc),
+    cpu: () => process.cpuUsage(),
     ...memorySampler(),
   });
 }
@@ -288,6 +304,8 @@ interface Delivery {
   ms: number;
   rss: number;
   heap: number;
+  /** The server process's CPU time (user + system) over the delivery: less sensitive to a loaded machine than its wall time. */
+  cpuMs: number;
 }
 
 interface Target {
@@ -304,7 +322,7 @@ async function deliver(target: Target, total: number, seq: number): Promise<Deli
   const { count, last } = await target.clients.wait(seq);
   const memory = await target.server.call('sampleStop');
   if (count !== total) throw new Error(`only ${count} of ${total} clients got ${seq}`);
-  return { ms: last - t0, rss: memory.rss, heap: memory.heap };
+  return { ms: last - t0, rss: memory.rss, heap: memory.heap, cpuMs: memory.cpuMs };
 }
 
 /** RUNS deliveries to each target after a warm-up, taking turns, so a burst of load on this shared machine falls on both alike. */
@@ -321,28 +339,68 @@ async function alternate(targets: Target[], total: number, seqs: () => number): 
 }
 
 const summary = (runs: Delivery[]) =>
-  `${median(runs.map((r) => r.ms)).toFixed(0)} ms (runs ${runs.map((r) => r.ms.toFixed(0)).join(', ')}); memory growth ${mb(median(runs.map((r) => r.rss)))} RSS, ${mb(median(runs.map((r) => r.heap)))} heap+external`;
+  `${median(runs.map((r) => r.ms)).toFixed(0)} ms (runs ${runs.map((r) => r.ms.toFixed(0)).join(', ')}), CPU ${median(runs.map((r) => r.cpuMs)).toFixed(0)} ms; memory growth ${mb(median(runs.map((r) => r.rss)))} RSS, ${mb(median(runs.map((r) => r.heap)))} heap+external`;
 
-/** 50 clients asking the status query for QUERY_SECONDS after a 2 s warm-up: POST with a JSON body, or GET with the query in the URL. */
-async function cannon(url: string, method: 'POST' | 'GET'): Promise<autocannon.Result> {
-  const options =
-    method === 'POST'
-      ? {
-          url,
-          method,
-          connections: QUERY_CLIENTS,
-          headers: { 'content-type': 'application/json', accept: 'application/json' },
-          body: JSON.stringify({ query: STATUS_QUERY, operationName: 'Status' }),
-        }
-      : {
-          url: `${url}?${new URLSearchParams({ query: STATUS_QUERY, operationName: 'Status' })}`,
-          method,
-          connections: QUERY_CLIENTS,
-          // A GET with no content type carries the CSRF prevention header (docs/access.md).
-          headers: { accept: 'application/json', 'x-graphql-yoga-csrf': '1' },
-        };
-  await autocannon({ ...options, duration: 2 });
-  return autocannon({ ...options, duration: QUERY_SECONDS });
+/** Turns each server takes at the status query, alternating, so a burst of load on this shared machine falls on both alike. */
+const QUERY_TURNS = Number(process.env.BENCH_QUERY_TURNS ?? 5);
+
+/** The status query as autocannon asks it: POST with a JSON body, or GET with the query in the URL. */
+function cannonOptions(url: string, method: 'POST' | 'GET'): autocannon.Options {
+  return method === 'POST'
+    ? {
+        url,
+        method,
+        connections: QUERY_CLIENTS,
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ query: STATUS_QUERY, operationName: 'Status' }),
+      }
+    : {
+        url: `${url}?${new URLSearchParams({ query: STATUS_QUERY, operationName: 'Status' })}`,
+        method,
+        connections: QUERY_CLIENTS,
+        // A GET with no content type carries the CSRF prevention header (docs/access.md).
+        headers: { accept: 'application/json', 'x-graphql-yoga-csrf': '1' },
+      };
+}
+
+interface QueryTurns {
+  /** Requests a second over all turns. */
+  rate: number;
+  /** The worst p99 of any turn, and the median p50. */
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  /** Each turn's requests a second. */
+  turns: number[];
+  /** The server process's CPU time per answered request, over all turns (µs). */
+  cpuUs: number;
+}
+
+/**
+ * 50 clients asking the status query of each server in turn, QUERY_TURNS turns of QUERY_SECONDS
+ * each after a 2 s warm-up of each: the ratio is taken over the same minutes for both.
+ */
+async function cannonTurns(servers: { url: string; role: Role }[], method: 'POST' | 'GET'): Promise<QueryTurns[]> {
+  for (const { url } of servers) await autocannon({ ...cannonOptions(url, method), duration: 2 });
+  const results: autocannon.Result[][] = servers.map(() => []);
+  const cpuUs = servers.map(() => 0);
+  for (let turn = 0; turn < QUERY_TURNS; turn++)
+    for (const [i, { url, role }] of servers.entries()) {
+      const before = await role.call('cpu');
+      results[i]!.push(await autocannon({ ...cannonOptions(url, method), duration: QUERY_SECONDS }));
+      const after = await role.call('cpu');
+      cpuUs[i]! += after.user + after.system - before.user - before.system;
+    }
+  return results.map((rs, i) => ({
+    cpuUs: cpuUs[i]! / rs.reduce((sum, r) => sum + r.requests.total, 0),
+    rate: rs.reduce((sum, r) => sum + r.requests.total, 0) / (QUERY_SECONDS * rs.length),
+    p50: median(rs.map((r) => r.latency.p50)),
+    p99: Math.max(...rs.map((r) => r.latency.p99)),
+    non2xx: rs.reduce((sum, r) => sum + r.non2xx, 0),
+    errors: rs.reduce((sum, r) => sum + r.errors, 0),
+    turns: rs.map((r) => Math.round(r.requests.average)),
+  }));
 }
 
 const machineLine = () =>
@@ -350,6 +408,21 @@ const machineLine = () =>
 
 /** Every figure of the issue in one run: `npm run bench -- fanout` (BENCH_ONLY=query|full|delta runs one part). */
 export async function run(): Promise<string> {
+  const lines: string[] = [];
+  const log = (line: string) => {
+    lines.push(line);
+    console.error(line);
+  };
+  log(
+    `load average at the start ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  );
+  await measure(log);
+  return [`machine: ${machineLine()}`, ...lines].join('\n');
+}
+
+async function measure(log: (line: string) => void): Promise<void> {
   const name = `bench_fanout_${randomBytes(4).toString('hex')}`;
   const controller = `benchfan_${randomBytes(3).toString('hex')}`;
   const subjects = `benchfan_${randomBytes(3).toString('hex')}`;
@@ -361,11 +434,6 @@ export async function run(): Promise<string> {
   await admin(`create database "${name}"`);
   const databaseUrl = new URL(ADMIN_URL);
   databaseUrl.pathname = `/${name}`;
-  const lines: string[] = [];
-  const log = (line: string) => {
-    lines.push(line);
-    console.error(line);
-  };
   const gateway = spawnRole(
     'gateway',
     JSON.stringify({
@@ -383,6 +451,17 @@ export async function run(): Promise<string> {
     ['--expose-gc'],
   );
   const bare = spawnRole('bare', '-', ['--expose-gc']);
+  if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
+  /** Runs `part` with the gateway's CPU profiled (BENCH_PROFILE=1), and prints its top frames. */
+  const profiled = async <T>(name: string, part: () => Promise<T>): Promise<T> => {
+    if (!PROFILE_DIR) return part();
+    await gateway.call('profileStart');
+    const result = await part();
+    const file = join(PROFILE_DIR, `${name}.cpuprofile`);
+    const { top } = await gateway.call('profileStop', { file });
+    log([`  the gateway's CPU over ${name} (${file}), top frames by self time:`, ...top.map((l: string) => `    ${l}`)].join('\n'));
+    return result;
+  };
   let nc: NatsConnection | undefined;
   try {
     const { url } = await gateway.call('url');
@@ -399,7 +478,9 @@ export async function run(): Promise<string> {
     let seq = composition.seq;
     const nextSeq = () => ++seq;
 
-    const only = process.env.BENCH_ONLY;
+    // BENCH_ONLY=query,full runs those parts; unset, all.
+    const parts = process.env.BENCH_ONLY?.split(',');
+    const runs = (part: string) => !parts || parts.includes(part);
     // The status query, every field, 50 clients: the gateway against a bare server answering its bytes.
     let response: Response | undefined;
     for (let i = 0; i < 100; i++) {
@@ -416,14 +497,21 @@ export async function run(): Promise<string> {
     if (!body.includes(`"seq":${seq}`)) throw new Error(`the gateway never answered composition ${seq}: ${body.subarray(0, 300)}`);
     log(`composition: ${MACHINES} machines, ${composition.seats.length} seats; status response (every field) ${kb(body.length)}`);
     await bare.call('body', { base64: body.toString('base64') });
-    if (!only || only === 'query') {
-      const q = (r: autocannon.Result) =>
-        `${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)`;
+    if (runs('query')) {
+      const q = (r: QueryTurns) =>
+        `${Math.round(r.rate)} req/s (turns ${r.turns.join(', ')}), CPU ${r.cpuUs.toFixed(0)} µs a request, p50 ${r.p50} ms, worst p99 ${r.p99} ms (${r.non2xx} non-2xx, ${r.errors} errors)`;
       for (const method of ['POST', 'GET'] as const) {
-        const bareQuery = await cannon(bareUrls.http, method);
-        const gatewayQuery = await cannon(url, method);
+        const [gatewayQuery, bareQuery] = await profiled(`query-${method}`, () =>
+          cannonTurns(
+            [
+              { url, role: gateway },
+              { url: bareUrls.http, role: bare },
+            ],
+            method,
+          ),
+        );
         log(
-          `status query (${method}), ${QUERY_CLIENTS} clients, ${QUERY_SECONDS} s: gateway ${q(gatewayQuery)}; bare node:http ${q(bareQuery)}; ratio ${(gatewayQuery.requests.average / bareQuery.requests.average).toFixed(2)}×`,
+          `status query (${method}), ${QUERY_CLIENTS} clients, ${QUERY_TURNS} turns of ${QUERY_SECONDS} s: gateway ${q(gatewayQuery!)}; bare node:http ${q(bareQuery!)}; ratio ${(gatewayQuery!.rate / bareQuery!.rate).toFixed(2)}×, CPU a request ${(gatewayQuery!.cpuUs / bareQuery!.cpuUs).toFixed(2)}× bare's ${load()}`,
         );
       }
       log(`  gateway status cache: ${JSON.stringify((await gateway.call('stats')).cache)}`);
@@ -441,16 +529,19 @@ export async function run(): Promise<string> {
       return { server: bare, clients: await startClients(bareUrls.ws, total), send: broadcast };
     };
 
-    for (const total of !only || only === 'full' ? FULL_SUBSCRIBERS : []) {
+    for (const total of runs('full') ? FULL_SUBSCRIBERS : []) {
       const subscribers = await startClients(wsUrl, total, STATUS_SUBSCRIPTION);
       const bareTarget = await barely(subscribers, total);
       const message = await subscribers.lastMessage();
-      const [viaGateway, viaBare] = await alternate([{ server: gateway, clients: subscribers, send: publish }, bareTarget], total, nextSeq);
+      const [viaGateway, viaBare] = await profiled(`full-${total}`, () =>
+        alternate([{ server: gateway, clients: subscribers, send: publish }, bareTarget], total, nextSeq),
+      );
       const stats = (await gateway.call('stats')).fanout;
       await Promise.all([subscribers.close(), bareTarget.clients.close()]);
       const ratio = median(viaGateway!.map((r) => r.ms)) / median(viaBare!.map((r) => r.ms));
+      const cpuRatio = median(viaGateway!.map((r) => r.cpuMs)) / median(viaBare!.map((r) => r.cpuMs));
       log(
-        `full composition (${kb(message.length)} message) to ${total} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}; ratio ${ratio.toFixed(2)}×`,
+        `full composition (${kb(message.length)} message) to ${total} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}; ratio ${ratio.toFixed(2)}×, CPU ${cpuRatio.toFixed(2)}× bare's ${load()}`,
       );
       log(
         `  gateway fanout: ${stats.groups} group(s), ${stats.executions} executions and ${stats.serializations} serializations so far, ${stats.skipped} skipped`,
@@ -459,7 +550,7 @@ export async function run(): Promise<string> {
     }
 
     // A one-machine change as a delta to 10,000 subscribers; idle memory per subscriber on the way.
-    if (only && only !== 'delta') return [`machine: ${machineLine()}`, ...lines].join('\n');
+    if (!runs('delta')) return;
     const idleBefore = await gateway.call('mem', { gc: true });
     const changes = await startClients(wsUrl, DELTA_SUBSCRIBERS, CHANGES_SUBSCRIPTION);
     await sleep(2_000);
@@ -473,7 +564,7 @@ export async function run(): Promise<string> {
     const [viaGateway, viaBare] = await alternate([{ server: gateway, clients: changes, send: publish }, bareTarget], DELTA_SUBSCRIBERS, nextSeq);
     await Promise.all([changes.close(), bareTarget.clients.close()]);
     log(
-      `one-machine change as a delta (${delta.length} B message) to ${DELTA_SUBSCRIBERS} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)}`,
+      `one-machine change as a delta (${delta.length} B message) to ${DELTA_SUBSCRIBERS} subscribers: gateway ${summary(viaGateway!)}; bare ws ${summary(viaBare!)} ${load()}`,
     );
     await gateway.call('stop');
   } finally {
@@ -482,7 +573,6 @@ export async function run(): Promise<string> {
     await admin(`drop database if exists "${name}" with (force)`).catch(() => undefined);
     await deleteControllerStreams(NATS_URL, controller);
   }
-  return [`machine: ${machineLine()}`, ...lines].join('\n');
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

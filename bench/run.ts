@@ -7,6 +7,7 @@ import { run as fanout } from './fanout.js';
 import { run as pages } from './pages.js';
 import { run as reads } from './reads.js';
 import { run as stream } from './stream.js';
+import { run as streamAck } from './stream-ack.js';
 
 // Each bench prints its figures; `npm run bench -- compose` runs one by name, no name runs them all.
 const BENCHES: Record<string, () => Promise<string>> = {
@@ -14,6 +15,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   'compose-100k': compose100k,
   fanout,
   stream,
+  'stream-ack': streamAck,
   cluster,
   reads,
   dashboard,

@@ -36,12 +36,19 @@ export interface StatusQueryCacheOptions {
 
 export interface StatusQueryCache {
   plugin: Plugin;
+  /**
+   * The kept response for `params` asked with `authorization`, when there is one for the current
+   * composition (the same lookup as the plugin's request parser); counts nothing (see `hit`).
+   */
+  kept(params: { query?: unknown; operationName?: unknown; variables?: unknown }, authorization: string | null | undefined): Buffer | undefined;
+  /** Counts one request answered with a kept response outside the plugin. */
+  hit(): void;
   stats(): { hits: number; misses: number; entries: number; bytes: number };
 }
 
-/** The media type Yoga's regular result processor would answer with, or undefined when another one would answer. */
-function regularMediaType(request: Request): string | undefined {
-  const accepts = (request.headers.get('accept') || '*/*').replace(/\s/g, '').toLowerCase().split(',');
+/** The media type Yoga's regular result processor would answer a request's `Accept` with, or undefined when another one would answer. */
+export function regularMediaType(accept: string | null | undefined): string | undefined {
+  const accepts = (accept || '*/*').replace(/\s/g, '').toLowerCase().split(',');
   let chosen: string | undefined;
   for (const accept of accepts.reverse()) {
     const [mediaType, ...params] = accept.split(';');
@@ -80,14 +87,17 @@ export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptio
   };
 
   /** The entry key of a request's operation for its caller at the current composition; undefined when it is not one to keep. */
-  const keyOf = (params: { query?: unknown; operationName?: unknown; variables?: unknown }, request: Request): { key: string; seq: number } | undefined => {
+  const keyOf = (
+    params: { query?: unknown; operationName?: unknown; variables?: unknown },
+    authorization: string | null | undefined,
+  ): { key: string; seq: number } | undefined => {
     const query = params.query;
     if (typeof query !== 'string' || !fields.some((f) => query.includes(f))) return undefined;
     const current = feed.current();
     if (!current) return undefined;
     let caller;
     try {
-      caller = access.callerFor(request.headers.get('authorization'));
+      caller = access.callerFor(authorization);
     } catch {
       return undefined; // the ordinary path refuses it
     }
@@ -110,16 +120,16 @@ export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptio
         const params = await requestParser(request);
         if (Array.isArray(params) || params instanceof fetchAPI.Response) return params;
         for (const name in params) if (!KNOWN_PARAMS.has(name)) return params; // Yoga answers those with its error
-        const found = keyOf(params, request);
+        const found = keyOf(params, request.headers.get('authorization'));
         const entry = found && entries.get(found.key);
-        const mediaType = entry && !(entry instanceof Promise) && entry.bytes && regularMediaType(request);
+        const mediaType = entry && !(entry instanceof Promise) && entry.bytes && regularMediaType(request.headers.get('accept'));
         if (!mediaType) return params;
         counters.hits++;
         return respond(fetchAPI, (entry as Entry).bytes!, mediaType);
       });
     },
     async onParams({ params, request, setResult }) {
-      const found = keyOf(params, request);
+      const found = keyOf(params, request.headers.get('authorization'));
       if (!found) return;
       const { key } = found;
       const waited = entries.get(key);
@@ -167,7 +177,7 @@ export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptio
         body = keep ? Buffer.from(JSON.stringify(result)) : undefined;
         waiting.settle({ bytes: body });
       }
-      const mediaType = body && regularMediaType(request);
+      const mediaType = body && regularMediaType(request.headers.get('accept'));
       if (!body || !mediaType) return;
       setResultProcessor((_result, fetchAPI) => respond(fetchAPI, body, mediaType), mediaType);
     },
@@ -175,6 +185,12 @@ export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptio
 
   return {
     plugin,
+    kept(params, authorization) {
+      const found = entries.size ? keyOf(params, authorization) : undefined;
+      const entry = found && entries.get(found.key);
+      return entry && !(entry instanceof Promise) ? entry.bytes : undefined;
+    },
+    hit: () => void counters.hits++,
     stats: () => ({ ...counters, entries: entries.size, bytes }),
   };
 }

@@ -63,6 +63,8 @@ export interface AccessLog {
   http(next: RequestListener): RequestListener;
   /** Yoga plugin noting each request's operation name (first, so a cached answer has it too). */
   plugin: Plugin;
+  /** Notes a request's operation name where a request is answered before Yoga (the status fast path). */
+  operation(req: IncomingMessage, params: { operationName?: unknown; query?: unknown }): void;
   /** One line when a WebSocket closes: caller, operations, close code, how long it was open. */
   socket(
     req: IncomingMessage,
@@ -117,6 +119,10 @@ export function accessLog(logger: Logger, access: Access, onAnswered: (method: s
       res.once('finish', safeLog);
       res.once('close', safeLog);
       next(req, res);
+    },
+    operation(req, params) {
+      const name = operationNameOf(params);
+      if (name) operations.set(req, name);
     },
     plugin: {
       onParams({ params, context }) {

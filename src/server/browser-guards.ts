@@ -26,14 +26,19 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export function useCsrfPrevention(): Plugin {
   return {
     onRequestParse({ request }) {
-      const type = request.headers.get('content-type')?.trim().toLowerCase();
-      if (type && !SIMPLE_CONTENT_TYPES.some((simple) => type.startsWith(simple))) return;
-      if (request.headers.has(CSRF_HEADER)) return;
+      if (passesCsrfPrevention(request.headers.get('content-type'), request.headers.has(CSRF_HEADER))) return;
       throw new GraphQLError(`a request without a JSON content type must carry the ${CSRF_HEADER} header (cross-site request forgery prevention)`, {
         extensions: { code: 'CSRF_REFUSED', http: { status: 403 } },
       });
     },
   };
+}
+
+/** useCsrfPrevention's rule: a content type a browser cannot send cross-site unpreflighted, or the CSRF header. */
+export function passesCsrfPrevention(contentType: string | null | undefined, hasCsrfHeader: boolean): boolean {
+  const type = contentType?.trim().toLowerCase();
+  if (type && !SIMPLE_CONTENT_TYPES.some((simple) => type.startsWith(simple))) return true;
+  return hasCsrfHeader;
 }
 
 /** Whether a `Host` header names this machine's loopback (`127.0.0.1`, `localhost`, `[::1]`), with any port. */

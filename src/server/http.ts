@@ -30,6 +30,7 @@ import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
 import { closeRevokedStreams } from './sse-revocation.js';
+import { statusFastPath } from './status-fast-path.js';
 import { useOperationTracing } from './tracing.js';
 
 /** Limits on what one operation may ask, so no query however deep or wide takes the process down. */
@@ -188,12 +189,16 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const loopbackOnly = access.open;
   const dashboard = dashboardFiles();
   const sseStreams = closeRevokedStreams(access, logger);
+  const toYoga = (request: IncomingMessage, response: ServerResponse) => void yoga(request, response);
+  // A status query with a kept response is answered here, every check of Yoga's path made; anything else goes on to Yoga.
+  const fast = statusCache ? statusFastPath({ cache: statusCache, access, rate, persisted, log, endpoint: '/graphql' }) : undefined;
   const answer = drain.handler((request, response) => {
     if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
     if (dashboard.serve(request, response)) return;
     if (!access.open && refuseAnonymous(access, request, response)) return;
     sseStreams.track(request, response);
-    void yoga(request, response);
+    if (fast) fast(request, response, toYoga);
+    else toYoga(request, response);
   });
   const server = createServer(
     log.http((request, response) => {

@@ -40,6 +40,13 @@ export class OperationRate {
     return Math.max(1, Math.ceil((1 - bucket.tokens) / this.perSecond));
   }
 
+  /** Whether `take` would refuse `caller` now; takes nothing. */
+  wouldRefuse(caller: string): boolean {
+    const bucket = this.buckets.get(caller);
+    if (!bucket) return this.perSecond * BURST_SECONDS < 1;
+    return Math.min(this.perSecond * BURST_SECONDS, bucket.tokens + ((this.now() - bucket.at) / 1000) * this.perSecond) < 1;
+  }
+
   /** The refusal of an operation over the rate, with the seconds to wait. */
   refusal(caller: string, retryAfter: number): GraphQLError {
     return new GraphQLError(`${caller} asks more than ${this.perSecond} operations a second; retry after ${retryAfter} s`, {
