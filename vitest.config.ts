@@ -1,7 +1,44 @@
 import { createRequire } from 'node:module';
+import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const require = createRequire(import.meta.url);
+
+/**
+ * The files that wait longest (a bad day's minute of silence, child gateways, meshctl runs),
+ * slowest first. They start first, so the short files fill the other workers around them instead
+ * of the suite ending on one of these alone; a file not listed keeps vitest's own order.
+ */
+const LONGEST_FIRST = [
+  'test/mesh/bad-day.test.ts',
+  'test/cli/meshctl.test.ts',
+  'test/server/graceful-sigterm.test.ts',
+  'test/mesh/sigkill.test.ts',
+  'test/server/server.test.ts',
+  'test/bus/cluster.test.ts',
+  'test/mesh/restart.test.ts',
+  'test/services/access/jwt-sign-in.test.ts',
+  'test/dashboard/dashboard-browser.test.ts',
+  'test/mesh/store-outage.test.ts',
+  'test/cli/meshctl-follow.test.ts',
+  'test/services/status/behind.test.ts',
+];
+
+/** vitest's order (failed first, then longest by its cache), except that LONGEST_FIRST goes before the rest. */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (spec: TestSpecification) => {
+      const at = LONGEST_FIRST.indexOf(relative(spec.project.config.root, spec.moduleId));
+      return at === -1 ? LONGEST_FIRST.length : at;
+    };
+    return sorted
+      .map((spec, i) => ({ spec, i }))
+      .sort((a, b) => rank(a.spec) - rank(b.spec) || a.i - b.i)
+      .map(({ spec }) => spec);
+  }
+}
 
 export default defineConfig({
   // graphql ships CJS (main) and ESM (module); Node hands the libraries the CJS one, so the tests
@@ -9,14 +46,19 @@ export default defineConfig({
   resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
   test: {
     include: ['test/**/*.test.ts'],
-    // Builds the dashboard (dist/dashboard) when its sources are newer than the build: the gateway serves it at `/`.
-    globalSetup: ['test/build-dashboard.ts'],
+    // Builds the dashboard (dist/dashboard) when its sources are newer than the build: the gateway
+    // serves it at `/`; and meshctl into one file (dist/test/meshctl.mjs) that the CLI tests run.
+    globalSetup: ['test/build-dashboard.ts', 'test/build-meshctl.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Most tests wait (on NATS, timers, child processes) rather than compute, so four files run at
+    // once even on two cores; vitest's default (cores - 1) would run them one at a time.
+    maxWorkers: 4,
+    fileParallelism: true,
+    sequence: { sequencer: LongestFirst },
     // Type assertions (expectTypeOf, @ts-expect-error) bite in vitest as well as in `tsc`: a file
     // listed here is type-checked as a test of its own, and fails when one no longer holds.
     typecheck: { enabled: true, include: ['test/services/calls/verb-types.test.ts'], tsconfig: './tsconfig.types.json' },
-    fileParallelism: true,
   },
 });

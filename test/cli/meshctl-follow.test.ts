@@ -2,6 +2,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { anAgent, eventually } from '../fixtures/live.js';
 import { aMachine } from '../fixtures/mesh.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
 let env: TestEnv;
@@ -26,7 +27,7 @@ afterAll(async () => {
 
 /** meshctl as a person runs it, its stdout and stderr collected line by line. */
 function meshctl(...args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { env: { ...process.env, MESH_URL: gateway.url } });
+  const child = spawn(process.execPath, [MESHCTL_BUNDLE, ...args], { env: { ...process.env, MESH_URL: gateway.url } });
   children.push(child);
   const out: string[] = [];
   const err: string[] = [];

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { anAgent, eventually } from '../fixtures/live.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
 // meshctl on a mesh of some size: every cell bounded (a list shows its first few, then +N more;
@@ -14,7 +15,7 @@ function meshctl(args: string[]): Promise<{ code: number; stdout: string; stderr
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      [MESHCTL_BUNDLE, ...args],
       { env: { ...process.env, MESH_URL: gateway.url, MESH_TOKEN: '' }, timeout: 30_000 },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );

@@ -12,6 +12,7 @@ import { loadConfig } from '../../../src/config.js';
 import { startJwtVerifier } from '../../../src/services/access/jwt.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 
 // JWT sign-in beside the tokens file: MESH_JWKS_FILE / MESH_JWKS_URL, issuer, audience, scopes from a claim.
 
@@ -246,7 +247,7 @@ describe('MESH_JWKS_URL', () => {
 
 /** `meshctl --json status --watch` as a child, with its lines as they come and its exit. */
 function watchWith(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--json', 'status', '--watch'], {
+  const child = spawn(process.execPath, [MESHCTL_BUNDLE, '--json', 'status', '--watch'], {
     env: { ...process.env, MESH_URL: gw.url, MESH_TOKEN: '', MESH_TOKEN_FILE: '', ...env },
   });
   const lines: { statusChanges: { seq: number; baseSeq: number | null; full: unknown } }[] = [];

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { aBrowser, type Browser } from '../../fixtures/browser.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 
 // A gateway that cannot write its news says it is behind, and shows the mesh as it was when it
 // last caught up: a machine that kept beating is not painted LATE because the gateway is late.
@@ -32,11 +33,8 @@ const origin = () => gw.url.replace(/\/graphql$/, '');
 
 function meshctlStatus(): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', 'status'],
-      { env: { ...process.env, MESH_URL: gw.url }, timeout: 30_000 },
-      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+    execFile(process.execPath, [MESHCTL_BUNDLE, 'status'], { env: { ...process.env, MESH_URL: gw.url }, timeout: 30_000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
     );
   });
 }
