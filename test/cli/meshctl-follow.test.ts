@@ -1,18 +1,15 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually } from '../fixtures/live.js';
 import { aMachine } from '../fixtures/mesh.js';
 import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway, env } = useGateway('meshctl_follow');
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const children: ChildProcessWithoutNullStreams[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('meshctl_follow');
-  gateway = await startTestGateway(env.env);
   agent = await anAgent();
   const claims = { broker: ['queue'] };
   await aMachine(gateway.mesh.db, { name: 'mf-a', site: 'eu-1', claims });
@@ -20,9 +17,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  await gateway?.stop();
   await agent?.close();
-  await env?.cleanup();
 });
 
 /** meshctl as a person runs it, its stdout and stderr collected line by line. */

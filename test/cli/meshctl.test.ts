@@ -6,19 +6,22 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { registerCommands } from '../../src/cli/commands.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually } from '../fixtures/live.js';
 import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
 // meshctl as a tool uses it: a child process against a running gateway, its output and exit codes.
 
-let env: TestEnv;
-let gateway: TestGateway;
-let tokens: { path: string; remove(): void };
 let nc: NatsConnection;
 let dir: string;
 const ADMIN = 'admin-token-for-meshctl';
 const READER = 'reader-token-for-meshctl';
+const { gw: gateway, env } = useGateway('meshctl', {
+  tokens: [
+    { name: 'ops', scopes: ['read', 'act', 'admin'], token: ADMIN },
+    { name: 'viewer', scopes: ['read'], token: READER },
+  ],
+});
 
 interface Run {
   code: number;
@@ -65,12 +68,6 @@ const json = async (args: string[], token?: string) => {
 };
 
 beforeAll(async () => {
-  env = await testEnv('meshctl');
-  tokens = aTokensFile([
-    { name: 'ops', scopes: ['read', 'act', 'admin'], token: ADMIN },
-    { name: 'viewer', scopes: ['read'], token: READER },
-  ]);
-  gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path });
   nc = await connect({ servers: env.env.NATS_URL });
   dir = mkdtempSync(join(tmpdir(), 'meshctl-'));
   const agent = await anAgent(env.env.NATS_URL);
@@ -81,9 +78,6 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await nc?.close();
-  await gateway?.stop();
-  await env?.cleanup();
-  tokens?.remove();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -11,8 +11,8 @@ import WebSocket from 'ws';
 import { loadConfig } from '../../../src/config.js';
 import { startJwtVerifier } from '../../../src/services/access/jwt.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
+import { MESHCTL_BUNDLE } from '../../fixtures/meshctl.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
-import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 
 // JWT sign-in beside the tokens file: MESH_JWKS_FILE / MESH_JWKS_URL, issuer, audience, scopes from a claim.
 
