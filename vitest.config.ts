@@ -40,12 +40,26 @@ class LongestFirst extends BaseSequencer {
   }
 }
 
+/**
+ * Files that run each in a process of their own: they set process-wide state (the OpenTelemetry
+ * tracer provider, meshctl's output width) or kill, freeze and restart servers. Every other file
+ * shares its worker's loaded modules with the files before it (isolate: false): loading the
+ * gateway's modules again for each file cost more than most files' tests.
+ */
+const OWN_PROCESS = [
+  'test/mesh/**/*.test.ts',
+  'test/bus/cluster.test.ts',
+  'test/server/graceful-sigterm.test.ts',
+  'test/server/tracing.test.ts',
+  'test/cli/meshctl.test.ts',
+];
+const TYPE_TESTS = ['test/services/calls/verb-types.test.ts'];
+
 export default defineConfig({
   // graphql ships CJS (main) and ESM (module); Node hands the libraries the CJS one, so the tests
   // must get the same copy or schema objects come "from another realm".
   resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
   test: {
-    include: ['test/**/*.test.ts'],
     // Builds the dashboard (dist/dashboard) when its sources are newer than the build: the gateway
     // serves it at `/`; and meshctl into one file (dist/test/meshctl.mjs) that the CLI tests run.
     globalSetup: ['test/build-dashboard.ts', 'test/build-meshctl.ts'],
@@ -57,8 +71,20 @@ export default defineConfig({
     maxWorkers: 4,
     fileParallelism: true,
     sequence: { sequencer: LongestFirst },
-    // Type assertions (expectTypeOf, @ts-expect-error) bite in vitest as well as in `tsc`: a file
-    // listed here is type-checked as a test of its own, and fails when one no longer holds.
-    typecheck: { enabled: true, include: ['test/services/calls/verb-types.test.ts'], tsconfig: './tsconfig.types.json' },
+    projects: [
+      { extends: true, test: { name: 'own-process', include: OWN_PROCESS, isolate: true } },
+      {
+        extends: true,
+        test: {
+          name: 'shared',
+          include: ['test/**/*.test.ts'],
+          exclude: [...OWN_PROCESS, 'node_modules/**'],
+          isolate: false,
+          // Type assertions (expectTypeOf, @ts-expect-error) bite in vitest as well as in `tsc`: a file
+          // listed here is type-checked as a test of its own, and fails when one no longer holds.
+          typecheck: { enabled: true, include: TYPE_TESTS, tsconfig: './tsconfig.types.json' },
+        },
+      },
+    ],
   },
 });

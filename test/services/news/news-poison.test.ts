@@ -1,26 +1,19 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
-import { type Gateway, startGateway } from '../../../src/gateway.js';
 import { judgeNews } from '../../../src/services/news/wire.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { logInto } from '../../fixtures/log.js';
-import { type TestEnv, testEnv } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: Gateway;
+const { gw, env } = useGateway('poison', { logger: () => logInto(logged, 'warn') });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const logged: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('poison');
-  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'warn') });
   agent = await anAgent();
 });
 afterAll(async () => {
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 const heartbeatCounts = async (prefix: string) =>
