@@ -10,9 +10,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { loadConfig } from '../../../src/config.js';
 import { startJwtVerifier } from '../../../src/services/access/jwt.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { MESHCTL_BUNDLE } from '../../fixtures/meshctl.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { startTestGateway, testEnv } from '../../fixtures/services.js';
 
 // JWT sign-in beside the tokens file: MESH_JWKS_FILE / MESH_JWKS_URL, issuer, audience, scopes from a claim.
 
@@ -46,8 +47,6 @@ function writeJwks(keys: Key[]) {
   renameSync(`${jwksPath()}.tmp`, jwksPath());
 }
 
-let env: TestEnv;
-let gw: TestGateway;
 let first: Key;
 let second: Key;
 let stranger: Key;
@@ -56,14 +55,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mesh-jwks-'));
   [first, second, stranger] = await Promise.all([aKey('first'), aKey('second'), aKey('first')]);
   writeJwks([first]);
-  env = await testEnv('jwt');
-  gw = await startTestGateway({ ...env.env, MESH_JWKS_FILE: jwksPath(), MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE });
-}, 60_000);
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
 });
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { gw, env } = useGateway('jwt', { env: () => ({ MESH_JWKS_FILE: jwksPath(), MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE }) });
 
 async function post(token: string, query: string, variables?: Record<string, unknown>) {
   const response = await fetch(gw.url, {

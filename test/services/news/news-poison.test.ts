@@ -4,6 +4,7 @@ import { judgeNews } from '../../../src/services/news/wire.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { logInto } from '../../fixtures/log.js';
+import { heartbeatsOf } from '../../fixtures/news.js';
 
 const { gw, env } = useGateway('poison', { logger: () => logInto(logged, 'warn') });
 let agent: Awaited<ReturnType<typeof anAgent>>;
@@ -16,8 +17,7 @@ afterAll(async () => {
   await agent?.close();
 });
 
-const heartbeatCounts = async (prefix: string) =>
-  (await gw.mesh.db.selectFrom('machine').select(['heartbeats']).where('name', 'like', `${prefix}%`).execute()).map((m) => Number(m.heartbeats));
+const heartbeatCounts = async (prefix: string) => Object.values(await heartbeatsOf(gw.mesh.db, prefix));
 
 test('what the store cannot keep is refused at the wire: an `at` in year 0000, a NUL in a report detail', () => {
   const heard = new Date();
