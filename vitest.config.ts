@@ -66,9 +66,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Most tests wait (on NATS, timers, child processes) rather than compute, so four files run at
-    // once even on two cores; vitest's default (cores - 1) would run them one at a time.
-    maxWorkers: 4,
+    // Most tests wait (on NATS, timers, child processes) rather than compute, so three files run at
+    // once even on two cores (vitest's default, cores - 1, would run them one at a time); four ran
+    // the timing tests (bad-day, sigkill, graceful-sigterm) short of CPU on a loaded machine.
+    maxWorkers: 3,
     fileParallelism: true,
     sequence: { sequencer: LongestFirst },
     projects: [
