@@ -1,10 +1,10 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { NEWS_ACK_WAIT_MS, newsStreamName } from '../../src/bus/news-stream.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually, type Received, wsSubscribe } from '../fixtures/live.js';
 import { type NatsServer, startNatsServer } from '../fixtures/nats-server.js';
 import { heartbeatsOf as storedHeartbeats } from '../fixtures/news.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
 // A nats-server of this file's own (JetStream on a spare port), killed and started again while 50
 // graphql-ws subscribers follow the status and agents send heartbeats; the shared one is never touched.
@@ -14,24 +14,23 @@ const BEAT_EVERY_MS = 50;
 /** How long after NATS is back every subscriber must have a newer composition. */
 const RESUME_WITHIN_MS = 15_000;
 
-let env: TestEnv;
 let nats: NatsServer;
-let gw: TestGateway;
+beforeAll(async () => {
+  nats = await startNatsServer();
+}, 60_000);
+afterAll(async () => {
+  await nats?.stop();
+});
+const { gw, env } = useGateway('natssubs', { env: () => ({ NATS_URL: nats.url }) });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const subscribers: Received<{ status: { seq: number } }>[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('natssubs');
-  nats = await startNatsServer();
-  gw = await startTestGateway({ ...env.env, NATS_URL: nats.url });
   agent = await anAgent(nats.url);
-}, 60_000);
+});
 afterAll(async () => {
   for (const subscriber of subscribers) subscriber.close();
   await agent?.close().catch(() => undefined);
-  await gw?.stop();
-  await nats?.stop();
-  await env?.database.drop();
 });
 
 const heartbeatsOf = (prefix: string) => storedHeartbeats(gw.mesh.db, prefix);

@@ -1,17 +1,15 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually } from '../fixtures/live.js';
 import { aMachine } from '../fixtures/mesh.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway, env } = useGateway('meshctl_follow');
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const children: ChildProcessWithoutNullStreams[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('meshctl_follow');
-  gateway = await startTestGateway(env.env);
   agent = await anAgent();
   const claims = { broker: ['queue'] };
   await aMachine(gateway.mesh.db, { name: 'mf-a', site: 'eu-1', claims });
@@ -19,14 +17,12 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  await gateway?.stop();
   await agent?.close();
-  await env?.cleanup();
 });
 
 /** meshctl as a person runs it, its stdout and stderr collected line by line. */
 function meshctl(...args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { env: { ...process.env, MESH_URL: gateway.url } });
+  const child = spawn(process.execPath, [MESHCTL_BUNDLE, ...args], { env: { ...process.env, MESH_URL: gateway.url } });
   children.push(child);
   const out: string[] = [];
   const err: string[] = [];

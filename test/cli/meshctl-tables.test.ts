@@ -1,20 +1,20 @@
 import { execFile } from 'node:child_process';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually } from '../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 
 // meshctl on a mesh of some size: every cell bounded (a list shows its first few, then +N more;
 // --wide shows all), every section of `status` headed, --json unchanged.
 
 const MACHINES = 24;
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway, env } = useGateway('meshctl_tables');
 
 function meshctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      [MESHCTL_BUNDLE, ...args],
       { env: { ...process.env, MESH_URL: gateway.url, MESH_TOKEN: '' }, timeout: 30_000 },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -24,8 +24,6 @@ function meshctl(args: string[]): Promise<{ code: number; stdout: string; stderr
 const longest = (text: string) => Math.max(...text.split('\n').map((line) => line.length));
 
 beforeAll(async () => {
-  env = await testEnv('meshctl_tables');
-  gateway = await startTestGateway(env.env);
   const agent = await anAgent(env.env.NATS_URL);
   for (let i = 0; i < MACHINES; i++) {
     const name = `tbl-${String(i).padStart(2, '0')}`;
@@ -34,10 +32,6 @@ beforeAll(async () => {
   await agent.close();
   await eventually(() => gateway.mesh.status.current()?.machines.length === MACHINES, 'every machine in status', 30_000);
 }, 60_000);
-afterAll(async () => {
-  await gateway?.stop();
-  await env?.cleanup();
-});
 
 test('a seat held by every machine shows its first three holders and +N more; --wide shows all; --json all', async () => {
   const run = await meshctl(['seats']);

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { anAgent, eventually } from '../fixtures/live.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
 let env: TestEnv;
@@ -33,7 +34,7 @@ test('meshctl status --watch, its gateway restarted, resumes with the deltas sin
   gateway = await startTestGateway(env.env);
   agent.heartbeat(env.subjects, 'w-1', { site: 'eu-1', modules: ['broker'] });
   await eventually(() => gateway!.mesh.status.current()?.machines.some((m) => m.name === 'w-1'), 'w-1 composed');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--json', 'status', '--watch'], {
+  const child = spawn(process.execPath, [MESHCTL_BUNDLE, '--json', 'status', '--watch'], {
     env: { ...process.env, MESH_URL: gateway.url },
   });
   const lines: Line[] = [];

@@ -6,18 +6,22 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { registerCommands } from '../../src/cli/commands.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually } from '../fixtures/live.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 
 // meshctl as a tool uses it: a child process against a running gateway, its output and exit codes.
 
-let env: TestEnv;
-let gateway: TestGateway;
-let tokens: { path: string; remove(): void };
 let nc: NatsConnection;
 let dir: string;
 const ADMIN = 'admin-token-for-meshctl';
 const READER = 'reader-token-for-meshctl';
+const { gw: gateway, env } = useGateway('meshctl', {
+  tokens: [
+    { name: 'ops', scopes: ['read', 'act', 'admin'], token: ADMIN },
+    { name: 'viewer', scopes: ['read'], token: READER },
+  ],
+});
 
 interface Run {
   code: number;
@@ -49,7 +53,7 @@ function meshctl(args: string[], options: { token?: string; url?: string } = {})
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      [MESHCTL_BUNDLE, ...args],
       { env: { ...process.env, MESH_URL: options.url ?? gateway.url, MESH_TOKEN: options.token ?? ADMIN }, timeout: 30_000 },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -64,12 +68,6 @@ const json = async (args: string[], token?: string) => {
 };
 
 beforeAll(async () => {
-  env = await testEnv('meshctl');
-  tokens = aTokensFile([
-    { name: 'ops', scopes: ['read', 'act', 'admin'], token: ADMIN },
-    { name: 'viewer', scopes: ['read'], token: READER },
-  ]);
-  gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path });
   nc = await connect({ servers: env.env.NATS_URL });
   dir = mkdtempSync(join(tmpdir(), 'meshctl-'));
   const agent = await anAgent(env.env.NATS_URL);
@@ -80,9 +78,6 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await nc?.close();
-  await gateway?.stop();
-  await env?.cleanup();
-  tokens?.remove();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -157,13 +152,9 @@ describe('acting on the mesh', () => {
   });
 
   test('push --tiers --follow shows progress until the plan ends; plans lists it; plans stop, resume and close act on it', async () => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', 'push', 'queue', 'build-1', '--why', 'release 1', '--tiers', 'cli-a1', '--follow'],
-      {
-        env: { ...process.env, MESH_URL: gateway.url, MESH_TOKEN: ADMIN },
-      },
-    );
+    const child = spawn(process.execPath, [MESHCTL_BUNDLE, 'push', 'queue', 'build-1', '--why', 'release 1', '--tiers', 'cli-a1', '--follow'], {
+      env: { ...process.env, MESH_URL: gateway.url, MESH_TOKEN: ADMIN },
+    });
     let progress = '';
     child.stderr.on('data', (chunk) => {
       progress += chunk;
@@ -262,7 +253,7 @@ describe('exit codes and access', () => {
   });
 
   test('status --watch redraws on each composition and Ctrl-C exits 0', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'status', '--watch'], {
+    const child = spawn(process.execPath, [MESHCTL_BUNDLE, 'status', '--watch'], {
       env: { ...process.env, MESH_URL: gateway.url, MESH_TOKEN: ADMIN },
     });
     let out = '';
@@ -295,7 +286,7 @@ test('a --json answer larger than a pipe buffer reaches the pipe whole, read pag
   const piped = await new Promise<string>((resolve, reject) =>
     execFile(
       'sh',
-      ['-c', `"${process.execPath}" --import tsx src/cli/main.ts --json machines --site eu-9 --page-size 250 | (sleep 1; cat)`],
+      ['-c', `"${process.execPath}" "${MESHCTL_BUNDLE}" --json machines --site eu-9 --page-size 250 | (sleep 1; cat)`],
       { env: { ...process.env, MESH_URL: gateway.url, MESH_TOKEN: ADMIN }, timeout: 30_000, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout) => (error ? reject(error) : resolve(stdout)),
     ),

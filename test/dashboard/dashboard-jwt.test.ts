@@ -4,15 +4,13 @@ import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { aBrowser, type Browser } from '../fixtures/browser.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent } from '../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
 // The dashboard signed in with an identity provider's JWT: told when it expires, resumed with a fresh one.
 
 const ISSUER = 'https://id.example.test/';
 const AUDIENCE = 'mesh-gateway';
-let env: TestEnv;
-let gateway: TestGateway;
 let browser: Browser;
 let dir: string;
 let privateKey: CryptoKey;
@@ -33,15 +31,16 @@ beforeAll(async () => {
   privateKey = keys.privateKey;
   dir = mkdtempSync(join(tmpdir(), 'mesh-jwks-dash-'));
   writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await exportJWK(keys.publicKey)), kid: 'wall', alg: 'ES256' }] }));
-  env = await testEnv('dashboard_jwt');
-  gateway = await startTestGateway({ ...env.env, MESH_JWKS_FILE: join(dir, 'jwks.json'), MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE });
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { gw: gateway, env } = useGateway('dashboard_jwt', {
+  env: () => ({ MESH_JWKS_FILE: join(dir, 'jwks.json'), MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE }),
+});
+beforeAll(async () => {
   browser = await aBrowser();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
-  await gateway?.stop();
-  await env?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 test('the dashboard takes a JWT, says when it expired, and with a fresh one resumes where it was without the whole mesh again', async () => {

@@ -1,17 +1,8 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 import { aMachine } from '../fixtures/mesh.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('dashlists');
-  gw = await startTestGateway(env.env);
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw, env } = useGateway('dashlists');
 
 const names = (list: { name: string }[]) => list.map((m) => m.name);
 

@@ -1,24 +1,16 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { aBrowser, type Browser } from '../fixtures/browser.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
 
-let env: TestEnv;
-let gateway: TestGateway;
 let browser: Browser;
-let tokens: ReturnType<typeof aTokensFile>;
 const WALL = { name: 'wall', scopes: ['read' as const], token: 'wall-token-for-the-dashboard' };
+const { gw: gateway } = useGateway('dashboard_token', { tokens: [WALL] });
 
 beforeAll(async () => {
-  env = await testEnv('dashboard_token');
-  tokens = aTokensFile([WALL]);
-  gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path });
   browser = await aBrowser();
 });
 afterAll(async () => {
   await browser?.close();
-  await gateway?.stop();
-  tokens?.remove();
-  await env?.cleanup();
 });
 
 test('with tokens configured the dashboard asks for a token, says clearly when one is refused, and goes live with a good one kept for the tab only', async () => {

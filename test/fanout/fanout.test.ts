@@ -3,8 +3,9 @@ import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../../src/services/status/composition.js';
 import { applyDelta } from '../../src/services/status/delta/delta.js';
 import { aComposition, everyMachineHeard, oneMachineChanged, randomNext, rng } from '../fixtures/compositions.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { eventually, publishHeard, seqPastStart } from '../fixtures/live.js';
-import { aTokensFile, NATS_URL, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { NATS_URL } from '../fixtures/services.js';
 import { RawWsClient } from '../fixtures/ws-client.js';
 
 const READER = 'Bearer reader-token-1';
@@ -22,21 +23,17 @@ const CHANGES = `subscription { statusChanges { seq baseSeq full ${STATUS_FIELDS
   repeatedCauses ${LIST('cause count firstAt lastAt')}
   unheldSeats { added addedAt removed order } callsRunning handActsThisWeek } } }`;
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway } = useGateway('fanout', {
+  tokens: [
+    { name: 'dashboard', scopes: ['read'], token: 'reader-token-1' },
+    { name: 'operator', scopes: ['read', 'act', 'admin'], token: 'operator-token-2' },
+  ],
+});
 let nc: NatsConnection;
-let tokens: ReturnType<typeof aTokensFile> | undefined;
 let seq = 0;
 const clients: RawWsClient[] = [];
 
 beforeAll(async () => {
-  tokens = aTokensFile([
-    { name: 'dashboard', scopes: ['read'], token: 'reader-token-1' },
-    { name: 'operator', scopes: ['read', 'act', 'admin'], token: 'operator-token-2' },
-  ]);
-  const tokensFile = tokens.path;
-  env = await testEnv('fanout');
-  gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokensFile });
   nc = await connect({ servers: NATS_URL });
   seq = await seqPastStart(gateway);
 });
@@ -44,9 +41,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
   await nc?.close();
-  await gateway?.stop();
-  await env?.cleanup();
-  tokens?.remove();
 });
 
 // Each test completes its subscriptions; the next starts once the server has let their groups go.

@@ -1,23 +1,12 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 
 // The new subscriptions ask what the reads ask: the `read` scope.
-let env: TestEnv;
-let gateway: TestGateway;
-let tokens: ReturnType<typeof aTokensFile>;
-
-beforeAll(async () => {
-  env = await testEnv('live_scopes');
-  tokens = aTokensFile([
+const { gw: gateway } = useGateway('live_scopes', {
+  tokens: [
     { name: 'reader', scopes: ['read'], token: 'reader-token-0123456789' },
     { name: 'actor', scopes: ['act'], token: 'actor-token-0123456789' },
-  ]);
-  gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path });
-});
-afterAll(async () => {
-  await gateway?.stop();
-  tokens?.remove();
-  await env?.cleanup();
+  ],
 });
 
 /** The first event of an SSE subscription, read raw, with a token. */

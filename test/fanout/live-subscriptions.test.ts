@@ -3,20 +3,18 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { LIVE_WAITING_MAX, LiveQueue, type LiveStep } from '../../src/kernel/live-queue.js';
 import { followed, followedItem } from '../../src/resolvers/live-follow.js';
 import type { GatewayContext } from '../../src/schema/context.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually, type Received, sseSubscribe, wsSubscribe } from '../fixtures/live.js';
 import { aMachine } from '../fixtures/mesh.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { startTestGateway, type TestGateway } from '../fixtures/services.js';
 
 // Two replicas over one store and one NATS: what one records, the other's subscribers hear.
-let env: TestEnv;
-let a: TestGateway;
+const { gw: a, env } = useGateway('live_subs');
 let b: TestGateway;
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const open: Received<unknown>[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('live_subs');
-  a = await startTestGateway(env.env);
   b = await startTestGateway(env.env);
   agent = await anAgent();
   const claims = { broker: ['queue'] };
@@ -26,9 +24,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const r of open) r.close();
   await b?.stop();
-  await a?.stop();
   await agent?.close();
-  await env?.cleanup();
 });
 
 function watch<T = any>(how: 'ws' | 'sse', gw: TestGateway, query: string): Received<T> {

@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../../src/services/status/composition.js';
 import { aComposition, oneMachineChanged } from '../fixtures/compositions.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { eventually, sseSubscribe, wsSubscribe } from '../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw } = useGateway('every');
 let c: Composition;
 
 type Machine = { name: string; state: string };
@@ -16,15 +15,9 @@ const CHANGES = (every: number) =>
   `subscription { statusChanges(everyMs: ${every}) { seq baseSeq full { seq machines { name state } } delta { machines { changed { name state } } } } }`;
 
 beforeAll(async () => {
-  env = await testEnv('every');
-  gw = await startTestGateway(env.env);
   await eventually(() => gw.mesh.status.current(), 'the first composition');
   c = { ...aComposition(gw.mesh.status.current()!.seq + 1000, 30), controller: gw.mesh.config.controller };
   await gw.mesh.status.publish!(c, 'takeover');
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 /** What a client holds after applying every message: machine name → state. */

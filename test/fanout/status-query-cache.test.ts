@@ -4,8 +4,9 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { REQUEST_BODY_LIMIT } from '../../src/server/request-body-limit.js';
 import type { Composition } from '../../src/services/status/composition.js';
 import { aComposition, oneMachineChanged } from '../fixtures/compositions.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { publishHeard, seqPastStart } from '../fixtures/live.js';
-import { aTokensFile, NATS_URL, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { NATS_URL } from '../fixtures/services.js';
 
 const READER = 'Bearer reader-token-1';
 const OPERATOR = 'Bearer operator-token-2';
@@ -14,22 +15,18 @@ const STATUS = `query Status { status { seq composedAt tookMs trigger machines {
   seats { name held holders { machine module site derived } } unheldSeats callsRunning handActsThisWeek
   repeatedCauses { cause count firstAt lastAt } plans { id seat build state tier tiers behind openedAt endedAt stopReason } } }`;
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway } = useGateway('statuscache', {
+  tokens: [
+    { name: 'dashboard', scopes: ['read'], token: 'reader-token-1' },
+    { name: 'operator', scopes: ['read', 'act', 'admin'], token: 'operator-token-2' },
+    { name: 'actor', scopes: ['act'], token: 'actor-token-3' },
+  ],
+});
 let nc: NatsConnection;
-let tokens: ReturnType<typeof aTokensFile> | undefined;
 let seq = 0;
 let last: Composition;
 
 beforeAll(async () => {
-  tokens = aTokensFile([
-    { name: 'dashboard', scopes: ['read'], token: 'reader-token-1' },
-    { name: 'operator', scopes: ['read', 'act', 'admin'], token: 'operator-token-2' },
-    { name: 'actor', scopes: ['act'], token: 'actor-token-3' },
-  ]);
-  const tokensFile = tokens.path;
-  env = await testEnv('statuscache');
-  gateway = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokensFile });
   nc = await connect({ servers: NATS_URL });
   seq = await seqPastStart(gateway);
   last = await publish(aComposition(++seq, 200));
@@ -37,9 +34,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await nc?.close();
-  await gateway?.stop();
-  await env?.cleanup();
-  tokens?.remove();
 });
 
 const publish = (composition: Composition) => publishHeard(nc, gateway, composition);

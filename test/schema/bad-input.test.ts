@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { QUERY_LIMITS } from '../../src/server/http.js';
 import { recordHeartbeats } from '../../src/services/machines/machines.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { aMachine } from '../fixtures/mesh.js';
 import { ALIASES, DEFINE_SEAT, HOLD_SEAT, RENAME_SEAT, SEAT } from '../fixtures/operations.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw } = useGateway('badinput');
 beforeAll(async () => {
-  env = await testEnv('badinput');
-  gw = await startTestGateway(env.env);
   await gw.gql(DEFINE_SEAT, { input: { name: 'kept', scope: 'site' } });
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 const unchanged = async () => {

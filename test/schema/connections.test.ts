@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { NAME_PAGE_MAX } from '../../src/kernel/pages.js';
 import { CALLS_PAGE_MAX } from '../../src/services/calls/records.js';
 import { HAND_ACTS_PAGE_MAX } from '../../src/services/hand-acts/hand-acts.js';
@@ -7,10 +7,10 @@ import { removeAlias } from '../../src/services/seats/cleanup.js';
 import { defineSeat } from '../../src/services/seats/define.js';
 import { holdSeat } from '../../src/services/seats/holdings.js';
 import { renameSeat } from '../../src/services/seats/rename.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
+import { startTestGateway, type TestGateway } from '../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw, env } = useGateway('pages', { env: () => ({ MESH_HEARTBEAT_S: String(HEARTBEAT_S) }) });
 const HEARTBEAT_S = 10;
 
 // 300 machines: web-000…web-179 and db-000…db-119 over three sites, heard at ages that make every
@@ -19,8 +19,6 @@ const HEARTBEAT_S = 10;
 // `store` module (held by derivation), and so is s-39 by its former name, the other odd ones not
 // held at all.
 beforeAll(async () => {
-  env = await testEnv('pages');
-  gw = await startTestGateway({ ...env.env, MESH_HEARTBEAT_S: String(HEARTBEAT_S) });
   const { db, catalogue } = gw.mesh;
   for (let i = 0; i < 40; i++) await defineSeat(db, catalogue, { name: `s-${String(i).padStart(2, '0')}` });
   const now = Date.now();
@@ -43,10 +41,6 @@ beforeAll(async () => {
   await renameSeat(db, catalogue, 's-39', 's-39-renamed');
   for (let i = 0; i < 40; i += 2)
     await holdSeat(db, catalogue, { seat: `s-${String(i).padStart(2, '0')}`, machine: `web-${String(i).padStart(3, '0')}`, module: 'front' });
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 interface Page<T> {

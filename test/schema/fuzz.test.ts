@@ -1,13 +1,11 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { type Gateway, startGateway } from '../../src/gateway.js';
 import { CONTROLLER_VERBS } from '../../src/services/controller/verbs.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { documents, TYPED_OPERATIONS, variables } from '../fixtures/hostile-values.js';
 import { eventually } from '../fixtures/live.js';
 import { logInto } from '../fixtures/log.js';
-import { type TestEnv, testEnv } from '../fixtures/services.js';
 
 // Property-based fuzzing against one gateway. Every property runs with a fixed seed, printed by
 // fast-check on failure with the counterexample and its path; FUZZ_SEED=<n> replays another seed
@@ -17,16 +15,13 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 const params = { seed: SEED, numRuns: RUNS, endOnFailure: true };
 const PROPERTY_TIMEOUT_MS = 30_000;
 
-let env: TestEnv;
-let gw: Gateway;
+// The fuzz sends hundreds of operations a second from one caller: the rate cap is not under test here.
+const { gw, env } = useGateway('fuzz', { env: () => ({ MESH_OPS_PER_SECOND: '1000000' }), logger: () => logInto(logged, 'warn') });
 /** What the gateway logged at warn or above: a line at error would be a server fault. */
 const logged: { level: number; msg?: string }[] = [];
 let nc: NatsConnection;
 
 beforeAll(async () => {
-  env = await testEnv('fuzz');
-  // The fuzz sends hundreds of operations a second from one caller: the rate cap is not under test here.
-  gw = await startGateway(loadConfig({ ...env.env, MESH_OPS_PER_SECOND: '1000000' }), { logger: logInto(logged, 'warn') });
   nc = await connect({ servers: env.env.NATS_URL });
 });
 afterEach(() => {
@@ -36,8 +31,6 @@ afterEach(() => {
 });
 afterAll(async () => {
   await nc?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 /** POSTs a raw body to /graphql as a client would: the status and the parsed answer (or the text when it is not JSON). */

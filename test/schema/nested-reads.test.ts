@@ -1,19 +1,10 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { recordHeartbeats } from '../../src/services/machines/machines.js';
 import { defineSeat } from '../../src/services/seats/define.js';
 import { holdSeat } from '../../src/services/seats/holdings.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('nested');
-  gw = await startTestGateway(env.env);
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw } = useGateway('nested');
 
 const NESTED = `{ seats { name aliases holders { module derived machine { name state modules holdings { seat { name aliases } } } } } }`;
 

@@ -1,14 +1,11 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import { recordHeartbeats } from '../../src/services/machines/machines.js';
 import { defineSeat } from '../../src/services/seats/define.js';
 import { holdSeat } from '../../src/services/seats/holdings.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw } = useGateway('lookahead');
 beforeAll(async () => {
-  env = await testEnv('lookahead');
-  gw = await startTestGateway(env.env);
   const { db, catalogue } = gw.mesh;
   const beats = [];
   for (let i = 0; i < 12; i++) {
@@ -18,10 +15,6 @@ beforeAll(async () => {
   }
   await recordHeartbeats(db, beats);
   for (let i = 0; i < 12; i++) await holdSeat(db, catalogue, { seat: `s${i}`, machine: `m${i}`, module: 'broker' });
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 async function answer(query: string) {

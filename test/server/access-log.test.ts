@@ -1,24 +1,12 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { type Gateway, startGateway } from '../../src/gateway.js';
+import { expect, test } from 'vitest';
 import { operationNameOf } from '../../src/server/access-log.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { eventually, wsSubscribe } from '../fixtures/live.js';
 import { logInto } from '../fixtures/log.js';
-import { type TestEnv, testEnv } from '../fixtures/services.js';
 
-let env: TestEnv;
-let gateway: Gateway;
+// The gateway's own log, read line by line as an operator would.
+const { gw: gateway } = useGateway('access_log', { env: () => ({ LOG_LEVEL: 'info' }), logger: () => logInto(lines, 'info') });
 const lines: Record<string, any>[] = [];
-
-beforeAll(async () => {
-  env = await testEnv('access_log');
-  // The gateway's own log, read line by line as an operator would.
-  gateway = await startGateway(loadConfig({ ...env.env, LOG_LEVEL: 'info' }), { logger: logInto(lines, 'info') });
-});
-afterAll(async () => {
-  await gateway?.stop();
-  await env?.cleanup();
-});
 
 const post = (body: unknown, headers: Record<string, string> = {}) =>
   fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });

@@ -1,37 +1,16 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { type Gateway, startGateway } from '../../src/gateway.js';
+import { expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 import { eventually } from '../fixtures/live.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TokenFixture, testEnv } from '../fixtures/services.js';
+import { logInto } from '../fixtures/log.js';
+import { startTestGateway, type TokenFixture } from '../fixtures/services.js';
 
 // Issue 20, finding 5: with a tokens file, an anonymous request is 401 before any work — not parsed,
 // not validated, not logged beyond its access line — and field suggestions are off.
 
 const READER: TokenFixture = { name: 'reader', scopes: ['read'], token: 'token-of-reader-auth' };
 
-let env: TestEnv;
-let gateway: Gateway;
-let tokens: ReturnType<typeof aTokensFile>;
+const { gw: gateway, env } = useGateway('auth_first', { env: () => ({ LOG_LEVEL: 'info' }), tokens: [READER], logger: () => logInto(lines, 'info') });
 const lines: Record<string, any>[] = [];
-
-beforeAll(async () => {
-  env = await testEnv('auth_first');
-  tokens = aTokensFile([READER]);
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  gateway = await startGateway(loadConfig({ ...env.env, MESH_TOKENS_FILE: tokens.path, LOG_LEVEL: 'info' }), { logger: pino({ level: 'info' }, sink) });
-}, 60_000);
-afterAll(async () => {
-  await gateway?.stop();
-  await env?.cleanup();
-  tokens?.remove();
-});
 
 const post = (body: unknown, headers: Record<string, string> = {}) =>
   fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });

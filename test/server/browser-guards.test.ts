@@ -4,27 +4,23 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { aComposition } from '../fixtures/compositions.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { publishHeard, seqPastStart, sseSubscribe, wsSubscribe } from '../fixtures/live.js';
 import { SEAT } from '../fixtures/operations.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { startTestGateway, type TestGateway } from '../fixtures/services.js';
 import { RawWsClient } from '../fixtures/ws-client.js';
 
 const LISTED = 'https://ops.example.com';
 const ALSO_LISTED = 'https://wall.example.com';
 const FOREIGN = 'https://evil.example';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw, env } = useGateway('browser');
 let withCors: TestGateway;
 beforeAll(async () => {
-  env = await testEnv('browser');
-  gw = await startTestGateway(env.env);
   withCors = await startTestGateway({ ...env.env, MESH_CORS_ORIGINS: `${LISTED}, ${ALSO_LISTED}` });
 });
 afterAll(async () => {
-  await gw?.stop();
   await withCors?.stop();
-  await env?.cleanup();
 });
 
 const defineSeat = (name: string) => `mutation { defineSeat(input: { name: "${name}", scope: "site" }) { __typename } }`;

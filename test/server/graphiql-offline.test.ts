@@ -1,20 +1,15 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { aBrowser, type Browser } from '../fixtures/browser.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway } = useGateway('graphiql');
 let browser: Browser;
 
 beforeAll(async () => {
-  env = await testEnv('graphiql');
-  gateway = await startTestGateway(env.env);
   browser = await aBrowser();
 });
 afterAll(async () => {
   await browser?.close();
-  await gateway?.stop();
-  await env?.cleanup();
 });
 
 /** Replaces the operation in GraphiQL's editor (inserted as text: no auto-closed brackets) and runs it. */

@@ -1,19 +1,10 @@
 import { serverAudits } from 'graphql-http';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 
 // graphql-http's audits of the GraphQL over HTTP spec, every one, against a running gateway.
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('audits');
-  gw = await startTestGateway(env.env);
-}, 60_000);
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw } = useGateway('audits');
 
 /**
  * The fetch the audits use, as a non-browser client calls the gateway: with the CSRF header

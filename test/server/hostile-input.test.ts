@@ -1,28 +1,21 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { type Gateway, startGateway } from '../../src/gateway.js';
 import { natsCall as callOverNats } from '../fixtures/calls.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { logInto } from '../fixtures/log.js';
 import { HOLD_SEAT } from '../fixtures/operations.js';
-import { type TestEnv, testEnv } from '../fixtures/services.js';
 import { RawWsClient } from '../fixtures/ws-client.js';
 
-let env: TestEnv;
-let gw: Gateway;
+const { gw, env } = useGateway('hostile', { logger: () => logInto(logged, 'info') });
 let nc: NatsConnection;
 const logged: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('hostile');
-  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'info') });
   nc = await connect({ servers: env.env.NATS_URL });
   await gql('mutation { defineSeat(input: { name: "kept", scope: "site", decided: "as it was" }) { __typename } }');
 });
 afterAll(async () => {
   await nc?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 beforeEach(() => {
   logged.length = 0;

@@ -1,29 +1,12 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually } from '../fixtures/live.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import type { TestGateway } from '../fixtures/services.js';
 
-let env: TestEnv;
-let guardedEnv: TestEnv;
-let open: TestGateway;
-let guarded: TestGateway;
-let tokens: ReturnType<typeof aTokensFile>;
 const READER = { name: 'scraper', scopes: ['read' as const], token: 'scrape-token-0123456789' };
-
-beforeAll(async () => {
-  env = await testEnv('metrics');
-  guardedEnv = await testEnv('metrics_tokens');
-  open = await startTestGateway(env.env);
-  tokens = aTokensFile([READER]);
-  // A second gateway in the same process (of another controller, so the news is all the first's): each has its own registry.
-  guarded = await startTestGateway({ ...guardedEnv.env, MESH_TOKENS_FILE: tokens.path, MESH_REPLICA: 'guarded' });
-});
-afterAll(async () => {
-  await guarded?.stop();
-  await open?.stop();
-  tokens?.remove();
-  await env?.cleanup();
-  await guardedEnv?.cleanup();
-});
+const { gw: open, env } = useGateway('metrics');
+// A second gateway in the same process (of another controller, so the news is all the first's): each has its own registry.
+const { gw: guarded } = useGateway('metrics_tokens', { tokens: [READER], env: { MESH_REPLICA: 'guarded' } });
 
 const origin = (g: TestGateway) => new URL(g.url).origin;
 const scrape = async (g: TestGateway, headers: Record<string, string> = {}) => {

@@ -1,20 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { OPERATION_NAMES_MAX, operationNameLabels } from '../../src/server/operation-metrics.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { eventually, wsSubscribe } from '../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
-let env: TestEnv;
-let gateway: TestGateway;
-
-beforeAll(async () => {
-  env = await testEnv('opmetrics');
-  gateway = await startTestGateway(env.env);
-});
-afterAll(async () => {
-  await gateway?.stop();
-  await env?.cleanup();
-});
+const { gw: gateway } = useGateway('opmetrics');
 
 const scrape = async () => (await fetch(`${new URL(gateway.url).origin}/metrics`)).text();
 /** The value of the one sample of `name` whose labels are exactly `labels` (order aside). */

@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { RawWsClient } from '../fixtures/ws-client.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-let tokens: ReturnType<typeof aTokensFile>;
-beforeAll(async () => {
-  env = await testEnv('oprate');
-  tokens = aTokensFile([
+const { gw } = useGateway('oprate', {
+  // 5 a second, 10 at once.
+  env: { MESH_OPS_PER_SECOND: '5' },
+  tokens: [
     { name: 'looper', scopes: ['read'], token: 'looper-token' },
     { name: 'calm', scopes: ['read'], token: 'calm-token' },
-  ]);
-  // 5 a second, 10 at once.
-  gw = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path, MESH_OPS_PER_SECOND: '5' });
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-  tokens?.remove();
+  ],
 });
 
 /** Asks before a refusal must have come: the burst of 10 and then some, on a machine however slow. */

@@ -4,6 +4,7 @@ import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
 // MESH_PERSISTED_ONLY=1 answers only the operations of codegen's manifest (by hash, or by their text).
@@ -52,7 +53,7 @@ function meshctl(url: string, args: string[]): Promise<{ code: number; stdout: s
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      [MESHCTL_BUNDLE, ...args],
       { env: { ...process.env, MESH_URL: url, MESH_TOKEN: '' }, timeout: 30_000 },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );

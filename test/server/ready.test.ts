@@ -1,25 +1,21 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { COMPOSITION_STALE_MS } from '../../src/server/health.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { eventually } from '../fixtures/live.js';
 import { type NatsServer, startNatsServer } from '../fixtures/nats-server.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
-let env: TestEnv;
+// NATS of this file's own: the test stops it.
 let nats: NatsServer;
-let gateway: TestGateway;
-let origin: string;
-
 beforeAll(async () => {
-  env = await testEnv('ready');
-  // NATS of this file's own: the test stops it.
   nats = await startNatsServer();
-  gateway = await startTestGateway({ ...env.env, NATS_URL: nats.url });
-  origin = new URL(gateway.url).origin;
 });
 afterAll(async () => {
-  await gateway?.stop();
   await nats?.stop();
-  await env?.cleanup();
+});
+const { gw: gateway, env } = useGateway('ready', { env: () => ({ NATS_URL: nats.url }) });
+let origin: string;
+beforeAll(() => {
+  origin = new URL(gateway.url).origin;
 });
 
 const probe = async (path: string) => {

@@ -5,18 +5,10 @@ import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { spawnGateway } from '../fixtures/child.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
+import { aTokensFile, startTestGateway, type TestGateway } from '../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('server');
-  gw = await startTestGateway(env.env);
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw, env } = useGateway('server');
 
 const wsUrl = (url: string) => url.replace(/^http/, 'ws');
 

@@ -1,17 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { describe, expect, test } from 'vitest';
+import { useGateway } from '../fixtures/gateway.js';
 import { RawWsClient } from '../fixtures/ws-client.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('wsbad');
-  gw = await startTestGateway(env.env);
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw } = useGateway('wsbad');
 
 const deep = (n: number) => `{ seats { ${'holders { seat { '.repeat(n)}name${' } }'.repeat(n)} } }`;
 const BAD: [string, string, RegExp][] = [

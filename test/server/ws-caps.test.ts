@@ -1,33 +1,20 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { useGateway } from '../fixtures/gateway.js';
 import { eventually } from '../fixtures/live.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 import { RawWsClient } from '../fixtures/ws-client.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-let tokens: ReturnType<typeof aTokensFile>;
-const clients: RawWsClient[] = [];
-beforeAll(async () => {
-  env = await testEnv('wscaps');
-  tokens = aTokensFile([
+const { gw } = useGateway('wscaps', {
+  env: () => ({ MESH_WS_OPERATIONS_PER_SOCKET: '3', MESH_WS_SOCKETS_PER_CALLER: '2', MESH_WS_SOCKETS_PER_ADDRESS: '4' }),
+  tokens: [
     { name: 'wall', scopes: ['read'], token: 'wall-token' },
     { name: 'ops', scopes: ['read'], token: 'ops-token' },
     { name: 'kiosk', scopes: ['read'], token: 'kiosk-token' },
-  ]);
-  gw = await startTestGateway({
-    ...env.env,
-    MESH_TOKENS_FILE: tokens.path,
-    MESH_WS_OPERATIONS_PER_SOCKET: '3',
-    MESH_WS_SOCKETS_PER_CALLER: '2',
-    MESH_WS_SOCKETS_PER_ADDRESS: '4',
-  });
+  ],
 });
+const clients: RawWsClient[] = [];
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
-  await gw?.stop();
-  await env?.cleanup();
-  tokens?.remove();
 });
 
 const open = async (token: string) => {

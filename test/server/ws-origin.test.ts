@@ -2,7 +2,8 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { hashToken } from '../../src/services/access/tokens.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, type TokenFixture, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
+import { aTokensFile, startTestGateway, type TestGateway, type TokenFixture } from '../fixtures/services.js';
 
 // Issue 20, finding 3 (a page of another site opening the gateway's WebSocket) and finding 6 (an
 // SSE stream outliving its token).
@@ -12,21 +13,16 @@ const FOREIGN = 'https://evil.example';
 const WALL: TokenFixture = { name: 'wall', scopes: ['read'], token: 'token-of-wall-origin' };
 const KEEPER: TokenFixture = { name: 'keeper', scopes: ['read'], token: 'token-of-keeper-origin' };
 
-let env: TestEnv;
-let open: TestGateway;
+const { gw: open, env } = useGateway('origin');
 let gated: TestGateway;
 let tokens: ReturnType<typeof aTokensFile>;
 
 beforeAll(async () => {
-  env = await testEnv('origin');
   tokens = aTokensFile([WALL, KEEPER]);
-  open = await startTestGateway(env.env);
   gated = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path, MESH_CORS_ORIGINS: LISTED });
 }, 60_000);
 afterAll(async () => {
-  await open?.stop();
   await gated?.stop();
-  await env?.cleanup();
   tokens?.remove();
 });
 

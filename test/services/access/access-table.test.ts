@@ -6,7 +6,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, type TokenFixture, testEnv } from '../../fixtures/services.js';
+import { useGateway } from '../../fixtures/gateway.js';
+import type { TokenFixture } from '../../fixtures/services.js';
 
 // Walks docs/access.md's table of every door against every scope (issue 20): each cell is probed
 // on a gateway with a tokens file and a NATS users file, as the page says.
@@ -19,27 +20,21 @@ const CALLERS: Record<Exclude<Column, 'none'>, TokenFixture> = {
   admin: { name: 'chief', scopes: ['read', 'act', 'admin'], token: 'token-of-chief-table' },
 };
 
-let env: TestEnv;
-let gw: TestGateway;
-let tokens: ReturnType<typeof aTokensFile>;
 let usersDir: string;
-let nc: NatsConnection;
-
-beforeAll(async () => {
-  env = await testEnv('door_table');
-  tokens = aTokensFile(Object.values(CALLERS));
+let usersFile: string;
+beforeAll(() => {
   usersDir = mkdtempSync(join(tmpdir(), 'mesh-door-table-'));
-  const usersFile = join(usersDir, 'users.json');
+  usersFile = join(usersDir, 'users.json');
   writeFileSync(usersFile, JSON.stringify({ users: Object.values(CALLERS).map(({ name, scopes }) => ({ name, scopes })) }));
-  gw = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path, MESH_NATS_USERS_FILE: usersFile });
+});
+afterAll(() => rmSync(usersDir, { recursive: true, force: true }));
+const { gw, env } = useGateway('door_table', { tokens: Object.values(CALLERS), env: () => ({ MESH_NATS_USERS_FILE: usersFile }) });
+let nc: NatsConnection;
+beforeAll(async () => {
   nc = await connect({ servers: env.env.NATS_URL });
-}, 60_000);
+});
 afterAll(async () => {
   await nc?.close();
-  await gw?.stop();
-  await env?.cleanup();
-  tokens?.remove();
-  rmSync(usersDir, { recursive: true, force: true });
 });
 
 const authOf = (column: Column): Record<string, string> => (column === 'none' ? {} : { authorization: `Bearer ${CALLERS[column].token}` });

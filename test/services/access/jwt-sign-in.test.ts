@@ -10,8 +10,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { loadConfig } from '../../../src/config.js';
 import { startJwtVerifier } from '../../../src/services/access/jwt.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { MESHCTL_BUNDLE } from '../../fixtures/meshctl.js';
+import { startTestGateway, testEnv } from '../../fixtures/services.js';
 
 // JWT sign-in beside the tokens file: MESH_JWKS_FILE / MESH_JWKS_URL, issuer, audience, scopes from a claim.
 
@@ -45,8 +47,6 @@ function writeJwks(keys: Key[]) {
   renameSync(`${jwksPath()}.tmp`, jwksPath());
 }
 
-let env: TestEnv;
-let gw: TestGateway;
 let first: Key;
 let second: Key;
 let stranger: Key;
@@ -55,14 +55,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mesh-jwks-'));
   [first, second, stranger] = await Promise.all([aKey('first'), aKey('second'), aKey('first')]);
   writeJwks([first]);
-  env = await testEnv('jwt');
-  gw = await startTestGateway({ ...env.env, MESH_JWKS_FILE: jwksPath(), MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE });
-}, 60_000);
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
 });
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { gw, env } = useGateway('jwt', { env: () => ({ MESH_JWKS_FILE: jwksPath(), MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE }) });
 
 async function post(token: string, query: string, variables?: Record<string, unknown>) {
   const response = await fetch(gw.url, {
@@ -246,7 +241,7 @@ describe('MESH_JWKS_URL', () => {
 
 /** `meshctl --json status --watch` as a child, with its lines as they come and its exit. */
 function watchWith(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--json', 'status', '--watch'], {
+  const child = spawn(process.execPath, [MESHCTL_BUNDLE, '--json', 'status', '--watch'], {
     env: { ...process.env, MESH_URL: gw.url, MESH_TOKEN: '', MESH_TOKEN_FILE: '', ...env },
   });
   const lines: { statusChanges: { seq: number; baseSeq: number | null; full: unknown } }[] = [];

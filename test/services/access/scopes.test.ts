@@ -5,8 +5,10 @@ import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadNatsUsers, NATS_DEFAULT_SCOPES } from '../../../src/services/access/nats-users.js';
 import { CONTROLLER_VERBS } from '../../../src/services/controller/verbs.js';
+import { natsCall as callOverNats } from '../../fixtures/calls.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { DEFINE_SEAT } from '../../fixtures/operations.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, type TokenFixture, testEnv } from '../../fixtures/services.js';
+import type { TokenFixture } from '../../fixtures/services.js';
 
 // Issue 20, findings 1, 2 and 6 (the unnamed subject's calls, callVerb nesting): every verb's scope,
 // through every door.
@@ -14,9 +16,6 @@ import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, type Tok
 const ACTOR: TokenFixture = { name: 'actor', scopes: ['read', 'act'], token: 'token-of-actor-20' };
 const ADMIN: TokenFixture = { name: 'chief', scopes: ['read', 'act', 'admin'], token: 'token-of-chief-20' };
 
-let env: TestEnv;
-let gw: TestGateway;
-let tokens: ReturnType<typeof aTokensFile>;
 let usersDir: string;
 let usersFile: string;
 let nc: NatsConnection;
@@ -26,24 +25,21 @@ function writeUsers(users: { name: string; scopes: string[] }[]) {
   renameSync(`${usersFile}.tmp`, usersFile);
 }
 
-beforeAll(async () => {
-  env = await testEnv('scopes');
-  tokens = aTokensFile([ACTOR, ADMIN]);
+beforeAll(() => {
   usersDir = mkdtempSync(join(tmpdir(), 'mesh-nats-users-'));
   usersFile = join(usersDir, 'nats-users.json');
   writeUsers([
     { name: 'alice', scopes: ['read', 'act'] },
     { name: 'ops', scopes: ['read', 'act', 'admin'] },
   ]);
-  gw = await startTestGateway({ ...env.env, MESH_TOKENS_FILE: tokens.path, MESH_NATS_USERS_FILE: usersFile });
+});
+afterAll(() => rmSync(usersDir, { recursive: true, force: true }));
+const { gw, env } = useGateway('scopes', { tokens: [ACTOR, ADMIN], env: () => ({ MESH_NATS_USERS_FILE: usersFile }) });
+beforeAll(async () => {
   nc = await connect({ servers: env.env.NATS_URL });
-}, 60_000);
+});
 afterAll(async () => {
   await nc?.close();
-  await gw?.stop();
-  await env?.cleanup();
-  tokens?.remove();
-  rmSync(usersDir, { recursive: true, force: true });
 });
 
 const as = (who: TokenFixture) => ({ authorization: `Bearer ${who.token}` });
@@ -61,11 +57,8 @@ const CALL_VERB = `mutation($seat: String!, $verb: String!, $args: JSON) { callV
   __typename ... on Error { code message } ... on MutationCallVerbSuccess { data { id state errorCode error answerJson } } } }`;
 
 /** A NATS request to a controller verb, as `user` (its named subject) or on the unnamed subject (''). */
-async function natsCall(verb: string, body: object, user: string, extra?: { headers?: ReturnType<typeof headers> }) {
-  const subject = `${env.subjects}.seat.${env.controller}.${verb}${user ? `.${user}` : ''}`;
-  const reply = await nc.request(subject, JSON.stringify(body), { timeout: 10_000, ...extra });
-  return { body: reply.json<any>(), callId: reply.headers?.get('Mesh-Call') };
-}
+const natsCall = (verb: string, body: object, user: string, extra: { headers?: ReturnType<typeof headers> } = {}) =>
+  callOverNats(nc, env, verb, body, { user, headers: extra.headers });
 
 /** The value of `mesh_nats_refused_total` for a reason, read from /metrics. */
 async function refusedCount(reason: string): Promise<number> {

@@ -2,12 +2,11 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { type Client, createClient } from 'graphql-ws';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { loadConfig } from '../../../src/config.js';
-import { type Gateway, startGateway } from '../../../src/gateway.js';
 import { hashToken, TOKENS_POLL_MS } from '../../../src/services/access/tokens.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { eventually } from '../../fixtures/live.js';
 import { type LogLine, logInto } from '../../fixtures/log.js';
-import { aTokensFile, type TestEnv, type TokenFixture, testEnv } from '../../fixtures/services.js';
+import { aTokensFile, type TokenFixture } from '../../fixtures/services.js';
 
 // Tokens are re-read when MESH_TOKENS_FILE changes; a revoked token's sockets close 4403.
 
@@ -15,8 +14,6 @@ const A: TokenFixture = { name: 'wall-a', scopes: ['read'], token: 'token-a-for-
 const B: TokenFixture = { name: 'wall-b', scopes: ['read'], token: 'token-b-for-reload' };
 const C: TokenFixture = { name: 'operator-c', scopes: ['read', 'act'], token: 'token-c-for-reload' };
 
-let env: TestEnv;
-let gw: Gateway;
 const logged: LogLine[] = [];
 let tokens: ReturnType<typeof aTokensFile>;
 const clients: Client[] = [];
@@ -59,17 +56,15 @@ async function subscribe(token: string) {
   return socket;
 }
 
-beforeAll(async () => {
-  env = await testEnv('reload');
+// The tokens file is this file's own, replaced by the tests: made before the gateway, removed after it.
+beforeAll(() => {
   tokens = aTokensFile([A, B, C]);
-  // A gateway of our own, so its log shows each reading of the tokens file.
-  gw = await startGateway(loadConfig({ ...env.env, MESH_TOKENS_FILE: tokens.path }), { logger: logInto(logged, 'info') });
-}, 60_000);
+});
+afterAll(() => tokens?.remove());
+// A gateway of our own, so its log shows each reading of the tokens file.
+const { gw } = useGateway('reload', { env: () => ({ MESH_TOKENS_FILE: tokens.path }), logger: () => logInto(logged, 'info') });
 afterAll(async () => {
   for (const client of clients) await client.dispose();
-  await gw?.stop();
-  await env?.cleanup();
-  tokens?.remove();
 });
 
 test('a token removed from the tokens file loses its sockets (4403) and its HTTP requests (401); other tokens go on', async () => {

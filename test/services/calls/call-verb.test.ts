@@ -1,17 +1,14 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { useGateway } from '../../fixtures/gateway.js';
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway, env } = useGateway('callverb');
 let nc: NatsConnection;
 /** What the queue seat's holder (this test) heard, and how it answers. */
 const heard: { subject: string; body: unknown; reply?: string }[] = [];
 let answerWith: ((body: any) => string | undefined) | undefined;
 
 beforeAll(async () => {
-  env = await testEnv('callverb');
-  gateway = await startTestGateway(env.env);
   nc = await connect({ servers: env.env.NATS_URL });
   nc.subscribe(`${env.subjects}.seat.queue.*`, {
     callback: (_err, msg) => {
@@ -28,8 +25,6 @@ beforeEach(() => {
 });
 afterAll(async () => {
   await nc?.close();
-  await gateway?.stop();
-  await env?.cleanup();
 });
 
 const CALL = 'id seat verb args caller door state answer answerJson error errorCode endedAt';

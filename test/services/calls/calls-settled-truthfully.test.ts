@@ -4,21 +4,16 @@ import { startCall } from '../../../src/services/calls/records.js';
 import { RESPONDER_IN_FLIGHT_MAX } from '../../../src/services/controller/responder.js';
 import { appendHandAct } from '../../../src/services/hand-acts/hand-acts.js';
 import { natsCall } from '../../fixtures/calls.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { useGateway } from '../../fixtures/gateway.js';
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway, env } = useGateway('settled');
 let nc: NatsConnection;
 
 beforeAll(async () => {
-  env = await testEnv('settled');
-  gateway = await startTestGateway(env.env);
   nc = await connect({ servers: env.env.NATS_URL });
 });
 afterAll(async () => {
   await nc?.close();
-  await gateway?.stop();
-  await env?.cleanup();
 });
 
 const callById = async (id: string) => (await gateway.gql(`query($id: ID!) { call(id: $id) { state caller errorCode error answerJson } }`, { id })).data.call;

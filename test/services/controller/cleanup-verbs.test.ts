@@ -1,18 +1,10 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
+import { useGateway } from '../../fixtures/gateway.js';
 import { aMachine } from '../../fixtures/mesh.js';
 import { DEFINE_SEAT, HOLD_SEAT, RELEASE_SEAT, RENAME_SEAT, SEAT } from '../../fixtures/operations.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { aTokensFile, startTestGateway } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('cleanup');
-  gw = await startTestGateway(env.env);
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw, env } = useGateway('cleanup');
 
 let n = 0;
 async function aSeat(): Promise<string> {

@@ -2,20 +2,18 @@ import { AckPolicy, type JetStreamManager, jetstream, jetstreamManager } from '@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { countHandActsSince } from '../../../src/services/hand-acts/hand-acts.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { eventually } from '../../fixtures/live.js';
 import { aMachine } from '../../fixtures/mesh.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv, uniqueName } from '../../fixtures/services.js';
+import { aTokensFile, startTestGateway, type TestGateway, uniqueName } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let a: TestGateway;
+const { gw: a, env } = useGateway('handacts');
 let b: TestGateway;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 const stream = uniqueName('RST');
 
 beforeAll(async () => {
-  env = await testEnv('handacts');
-  a = await startTestGateway(env.env);
   b = await startTestGateway(env.env);
   nc = await connect({ servers: env.env.NATS_URL });
   jsm = await jetstreamManager(nc);
@@ -23,9 +21,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await jsm?.streams.delete(stream).catch(() => undefined);
   await nc?.close();
-  await a?.stop();
   await b?.stop();
-  await env?.cleanup();
 });
 
 const record = (gateway: TestGateway, fields: string) =>

@@ -1,26 +1,19 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
-import { type Gateway, startGateway } from '../../../src/gateway.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { logInto } from '../../fixtures/log.js';
-import { type TestEnv, testEnv } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: Gateway;
+// A gateway of our own, so its log can be read.
+const { gw, env } = useGateway('junklog', { logger: () => logInto(logged, 'warn', (bytes) => (bytesLogged += bytes)) });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const logged: Record<string, any>[] = [];
 let bytesLogged = 0;
 
 beforeAll(async () => {
-  env = await testEnv('junklog');
-  // A gateway of our own, so its log can be read.
-  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'warn', (bytes) => (bytesLogged += bytes)) });
   agent = await anAgent();
 });
 afterAll(async () => {
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 test('1,000 junk messages make a few log lines that state the count, with samples of subject, reason and size', async () => {

@@ -1,28 +1,26 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { NEWS_ACK_WAIT_MS } from '../../../src/bus/news-stream.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { type NatsServer, startNatsServer } from '../../fixtures/nats-server.js';
 import { heartbeatsOf as storedHeartbeats } from '../../fixtures/news.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
 // A nats-server of this file's own (JetStream on a spare port), killed and started again mid-stream;
 // the shared one is never touched. Its store dir survives the restart, as a server's disk does.
-let env: TestEnv;
 let nats: NatsServer;
-let gw: TestGateway;
-let agent: Awaited<ReturnType<typeof anAgent>>;
-
 beforeAll(async () => {
-  env = await testEnv('natsrestart');
   nats = await startNatsServer();
-  gw = await startTestGateway({ ...env.env, NATS_URL: nats.url });
-  agent = await anAgent(nats.url);
 }, 60_000);
 afterAll(async () => {
-  await agent?.close().catch(() => undefined);
-  await gw?.stop();
   await nats?.stop();
-  await env?.database.drop();
+});
+const { gw, env } = useGateway('natsrestart', { env: () => ({ NATS_URL: nats.url }) });
+let agent: Awaited<ReturnType<typeof anAgent>>;
+beforeAll(async () => {
+  agent = await anAgent(nats.url);
+});
+afterAll(async () => {
+  await agent?.close().catch(() => undefined);
 });
 
 const heartbeatsOf = (prefix: string) => storedHeartbeats(gw.mesh.db, prefix);

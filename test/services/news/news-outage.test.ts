@@ -1,29 +1,25 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { newsStreamName } from '../../../src/bus/news-stream.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { newsDrained, heartbeatsOf as storedHeartbeats } from '../../fixtures/news.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../../fixtures/postgres.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
 // A PostgreSQL of this file's own, stopped and started by the test; the shared one is never touched.
-let env: TestEnv;
 let pg: PrivatePostgres;
-let gw: TestGateway;
-let agent: Awaited<ReturnType<typeof anAgent>>;
-
 beforeAll(async () => {
-  env = await testEnv('newsout');
   pg = await startPrivatePostgres();
-  gw = await startTestGateway({ ...env.env, DATABASE_URL: pg.url });
-  agent = await anAgent();
 }, 60_000);
+afterAll(() => pg?.remove());
+const { gw, env } = useGateway('newsout', { env: () => ({ DATABASE_URL: pg.url }) });
+let agent: Awaited<ReturnType<typeof anAgent>>;
+beforeAll(async () => {
+  agent = await anAgent();
+});
 afterAll(async () => {
   await agent?.close();
   pg?.start(); // so the gateway's stop can write what it holds
-  await gw?.stop();
-  pg?.remove();
-  await env?.cleanup();
 });
 
 const heartbeatsOf = (prefix: string) => storedHeartbeats(gw.mesh.db, prefix);

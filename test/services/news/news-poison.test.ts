@@ -1,30 +1,23 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
-import { type Gateway, startGateway } from '../../../src/gateway.js';
 import { judgeNews } from '../../../src/services/news/wire.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { logInto } from '../../fixtures/log.js';
-import { type TestEnv, testEnv } from '../../fixtures/services.js';
+import { heartbeatsOf } from '../../fixtures/news.js';
 
-let env: TestEnv;
-let gw: Gateway;
+const { gw, env } = useGateway('poison', { logger: () => logInto(logged, 'warn') });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const logged: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('poison');
-  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'warn') });
   agent = await anAgent();
 });
 afterAll(async () => {
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
-const heartbeatCounts = async (prefix: string) =>
-  (await gw.mesh.db.selectFrom('machine').select(['heartbeats']).where('name', 'like', `${prefix}%`).execute()).map((m) => Number(m.heartbeats));
+const heartbeatCounts = async (prefix: string) => Object.values(await heartbeatsOf(gw.mesh.db, prefix));
 
 test('what the store cannot keep is refused at the wire: an `at` in year 0000, a NUL in a report detail', () => {
   const heard = new Date();

@@ -1,26 +1,20 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
-import { type Gateway, startGateway } from '../../../src/gateway.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { logInto } from '../../fixtures/log.js';
 import { newsDrained } from '../../fixtures/news.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { startTestGateway, type TestGateway } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: Gateway;
+// A gateway of our own, so its log can be read.
+const { gw, env } = useGateway('news', { logger: () => logInto(logged, 'warn') });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const logged: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('news');
-  // A gateway of our own, so its log can be read.
-  gw = await startGateway(loadConfig(env.env), { logger: logInto(logged, 'warn') });
   agent = await anAgent();
 });
 afterAll(async () => {
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 const root = () => env.subjects;

@@ -3,23 +3,20 @@ import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { recordHeartbeats } from '../../../src/services/machines/machines.js';
 import type { ApplyMessage } from '../../../src/services/plans/rollout.js';
 import { defineSeat } from '../../../src/services/seats/define.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually, wsSubscribe } from '../../fixtures/live.js';
 import { HOLD_SEAT } from '../../fixtures/operations.js';
 import { everyApplyHeard } from '../../fixtures/plans.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
 // Plans an operator can follow and finish: push refuses strangers, a plan says why it stopped
 // and what each machine answered, a stopped plan resumes, a queued plan opens when the one ahead is DONE.
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw, env } = useGateway('plans_operator');
 let agent: Awaited<ReturnType<typeof anAgent>>;
 let applies: ApplyMessage[];
 let sub: Subscription;
 
 beforeAll(async () => {
-  env = await testEnv('plans_operator');
-  gw = await startTestGateway(env.env);
   agent = await anAgent();
   applies = [];
   sub = agent.nc.subscribe(`${env.subjects}.plan.*.apply`, { callback: (_err, msg) => void applies.push(msg.json<ApplyMessage>()) });
@@ -28,8 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   sub?.unsubscribe();
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 let n = 0;

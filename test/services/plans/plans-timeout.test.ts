@@ -6,22 +6,20 @@ import { recordHeartbeats } from '../../../src/services/machines/machines.js';
 import type { ApplyMessage } from '../../../src/services/plans/rollout.js';
 import { startApplyTimeouts } from '../../../src/services/plans/timeouts.js';
 import { defineSeat } from '../../../src/services/seats/define.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { everyApplyHeard } from '../../fixtures/plans.js';
-import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { freshStore } from '../../fixtures/services.js';
 
 // An apply that never reports fails after MESH_APPLY_TIMEOUT_S, here 1 s, and stops its plan.
 
 const TIMEOUT_S = 1;
-let env: TestEnv;
-let gw: TestGateway;
+const { gw, env } = useGateway('plans_timeout', { env: () => ({ MESH_APPLY_TIMEOUT_S: String(TIMEOUT_S) }) });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 let applies: ApplyMessage[];
 let sub: Subscription;
 
 beforeAll(async () => {
-  env = await testEnv('plans_timeout');
-  gw = await startTestGateway({ ...env.env, MESH_APPLY_TIMEOUT_S: String(TIMEOUT_S) });
   agent = await anAgent();
   applies = [];
   sub = agent.nc.subscribe(`${env.subjects}.plan.*.apply`, { callback: (_err, msg) => void applies.push(msg.json<ApplyMessage>()) });
@@ -36,8 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   sub?.unsubscribe();
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 const PLAN = 'id state stopReason applies { tier machine reportedAt ok detail }';

@@ -1,16 +1,13 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { useGateway } from '../../fixtures/gateway.js';
 import { aMachine } from '../../fixtures/mesh.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway, env } = useGateway('plans');
 let nc: NatsConnection;
 const events: [string, string][] = [];
 
 beforeAll(async () => {
-  env = await testEnv('plans');
-  gateway = await startTestGateway(env.env);
   nc = await connect({ servers: env.env.NATS_URL });
   const claims = { broker: ['queue'] };
   await aMachine(gateway.mesh.db, { name: 'p-a', site: 'eu-2', claims });
@@ -23,8 +20,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await nc?.close();
-  await gateway?.stop();
-  await env?.cleanup();
 });
 
 const PLAN = 'id seat build state tier tiers behind openedAt endedAt';

@@ -4,19 +4,16 @@ import { recordHeartbeats } from '../../../src/services/machines/machines.js';
 import { closePlan, push } from '../../../src/services/plans/plans.js';
 import type { ApplyMessage } from '../../../src/services/plans/rollout.js';
 import { defineSeat } from '../../../src/services/seats/define.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { everyApplyHeard } from '../../fixtures/plans.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw, env } = useGateway('rollout');
 let agent: Awaited<ReturnType<typeof anAgent>>;
 let applies: ApplyMessage[];
 let sub: Subscription;
 
 beforeAll(async () => {
-  env = await testEnv('rollout');
-  gw = await startTestGateway(env.env);
   agent = await anAgent();
   applies = [];
   sub = agent.nc.subscribe(`${env.subjects}.plan.*.apply`, { callback: (_err, msg) => void applies.push(msg.json<ApplyMessage>()) });
@@ -25,8 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   sub?.unsubscribe();
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 let n = 0;

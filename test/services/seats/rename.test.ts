@@ -1,18 +1,9 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
+import { useGateway } from '../../fixtures/gateway.js';
 import { aMachine } from '../../fixtures/mesh.js';
 import { ALIASES, DEFINE_SEAT, HOLD_SEAT, RENAME_SEAT, SEAT } from '../../fixtures/operations.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('rename');
-  gw = await startTestGateway(env.env);
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw } = useGateway('rename');
 
 let n = 0;
 async function aSeat(prefix = 'seat'): Promise<string> {

@@ -1,18 +1,11 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
+import { natsCall } from '../../fixtures/calls.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { aMachine } from '../../fixtures/mesh.js';
 import { DEFINE_SEAT, RENAME_SEAT, SEAT } from '../../fixtures/operations.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { aTokensFile, startTestGateway, type TestGateway } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('seatchanges');
-  gw = await startTestGateway(env.env);
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw, env } = useGateway('seatchanges');
 
 let n = 0;
 async function aSeat(prefix = 'sc'): Promise<string> {
@@ -38,8 +31,8 @@ test("the controller's own seat cannot be renamed, by its name or by an alias, a
   expect((await gw.gql(SEAT, { name: `${controller}-moved` })).data.seat).toBeNull();
   await gw.mesh.db.deleteFrom('seat_alias').where('alias', '=', 'ctl-old-name').execute();
   // Its verbs still answer over NATS on its name.
-  const reply = await gw.mesh.bus.nc.request(`${env.subjects}.seat.${controller}.repeatedCauses`, '{}', { timeout: 5000 });
-  expect(reply.json<{ ok: boolean }>().ok).toBe(true);
+  const reply = await natsCall(gw.mesh.bus.nc, env, 'repeatedCauses', '{}', { user: '', timeoutMs: 5000 });
+  expect(reply.body.ok).toBe(true);
   // Another seat is still renamed as before.
   const other = await aSeat();
   expect((await rename(other, `${other}-b`)).__typename).toBe('MutationRenameSeatSuccess');
@@ -219,5 +212,5 @@ test('a seat change between long names still leaves its hand-act, its target cut
   const [act] = await latestActs(gw, 1);
   expect(act).toMatchObject({ act: 'renameSeat', why: 'names from a generator' });
   expect(act.target).toHaveLength(200);
-  expect(act.target).toBe(`${from} -> ${to}`.slice(0, 199) + '…');
+  expect(act.target).toBe(`${`${from} -> ${to}`.slice(0, 199)}…`);
 });

@@ -1,30 +1,26 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { aBrowser, type Browser } from '../../fixtures/browser.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { MESHCTL_BUNDLE } from '../../fixtures/meshctl.js';
 
 // A gateway that cannot write its news says it is behind, and shows the mesh as it was when it
 // last caught up: a machine that kept beating is not painted LATE because the gateway is late.
 // Here the ingest is stopped while a machine goes on beating every 500 ms (1 s heartbeats: LATE
 // past 1.5 s of heard news without a beat of its own).
-let env: TestEnv;
-let gw: TestGateway;
+const { gw, env } = useGateway('behind', { env: { MESH_HEARTBEAT_S: '1' } });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 let beating: NodeJS.Timeout | undefined;
 let browser: Browser | undefined;
 
 beforeAll(async () => {
-  env = await testEnv('behind');
-  gw = await startTestGateway({ ...env.env, MESH_HEARTBEAT_S: '1' });
   agent = await anAgent();
 });
 afterAll(async () => {
   clearInterval(beating);
   await browser?.close();
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 const STATUS = '{ status { composedAt heardUntil machines { name state } } }';
@@ -32,11 +28,8 @@ const origin = () => gw.url.replace(/\/graphql$/, '');
 
 function meshctlStatus(): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', 'status'],
-      { env: { ...process.env, MESH_URL: gw.url }, timeout: 30_000 },
-      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+    execFile(process.execPath, [MESHCTL_BUNDLE, 'status'], { env: { ...process.env, MESH_URL: gw.url }, timeout: 30_000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
     );
   });
 }

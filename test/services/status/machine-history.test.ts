@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+// Heartbeats every 0.2 s: LATE after 0.3 s of silence, SILENT after 1.2 s.
+const { gw, env } = useGateway('machine_history', { env: () => ({ MESH_HEARTBEAT_S: '0.2' }) });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 
 const HISTORY = `query ($name: String!, $since: DateTime, $until: DateTime) {
@@ -15,16 +15,11 @@ const HISTORY = `query ($name: String!, $since: DateTime, $until: DateTime) {
 }`;
 
 beforeAll(async () => {
-  env = await testEnv('machine_history');
-  // Heartbeats every 0.2 s: LATE after 0.3 s of silence, SILENT after 1.2 s.
-  gw = await startTestGateway({ ...env.env, MESH_HEARTBEAT_S: '0.2' });
   agent = await anAgent();
   await eventually(() => gw.mesh.status.current(), 'the first composition');
 });
 afterAll(async () => {
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 const stateOf = (name: string) => gw.mesh.status.current()?.machines.find((m) => m.name === name)?.state;

@@ -10,28 +10,24 @@ import { publishComposition } from '../../../src/services/status/replicating/wir
 import { openStore } from '../../../src/store/db.js';
 import { natsCall as callOverNats } from '../../fixtures/calls.js';
 import { aComposition } from '../../fixtures/compositions.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { logInto } from '../../fixtures/log.js';
-import { aTokensFile, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { aTokensFile, startTestGateway, type TestGateway, testEnv } from '../../fixtures/services.js';
 
 // What an operator sees must be true: status follows time, reads do not evict the audit trail,
 // a forwarded act keeps its actor, a rename does not cut a seat's holders off.
 
-let env: TestEnv;
-let gateway: TestGateway;
+const { gw: gateway, env } = useGateway('truth', { env: () => ({ MESH_HEARTBEAT_S: String(HEARTBEAT_S) }) });
 let nc: NatsConnection;
 const HEARTBEAT_S = 0.4;
 
 beforeAll(async () => {
-  env = await testEnv('truth');
-  gateway = await startTestGateway({ ...env.env, MESH_HEARTBEAT_S: String(HEARTBEAT_S) });
   nc = await connect({ servers: env.env.NATS_URL, inboxPrefix: '_INBOX.poller' });
   await eventually(() => gateway.mesh.status.current(), 'the first composition');
 });
 afterAll(async () => {
   await nc?.close();
-  await gateway?.stop();
-  await env?.cleanup();
 });
 
 const natsCall = (verb: string, body: unknown = {}) => callOverNats(nc, env, verb, body, { user: 'poller', timeoutMs: 5_000 });

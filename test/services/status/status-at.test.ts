@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { aComposition, oneMachineChanged, randomNext, rng } from '../../fixtures/compositions.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { eventually } from '../../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw } = useGateway('status_at');
 const SELECTION = `seq composedAt trigger callsRunning handActsThisWeek unheldSeats
   machines { name site state lastHeardAt modules holdings { seat module derived } }
   seats { name held holders { machine module site derived } }
@@ -13,13 +12,7 @@ const SELECTION = `seq composedAt trigger callsRunning handActsThisWeek unheldSe
   repeatedCauses { cause count firstAt lastAt }`;
 
 beforeAll(async () => {
-  env = await testEnv('status_at');
-  gw = await startTestGateway(env.env);
   await eventually(() => gw.mesh.status.current(), 'the first composition');
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 test('statusAt(seq:) answers what status answered at that seq, for every composition of a run, across snapshots', async () => {

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { statusStreamName } from '../../../src/bus/status-stream.js';
 import { STATUS_COUNTS_GRAIN_MS, STATUS_COUNTS_POINTS_MAX, StatusCountSeries, startStatusCounts } from '../../../src/services/status/looking-back/counts.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { startTestGateway, type TestGateway } from '../../fixtures/services.js';
 
 const T0 = Date.parse('2026-12-01T03:00:00Z');
 const at = (ms: number) => new Date(T0 + ms);
@@ -45,21 +46,16 @@ test('a window of more points than allowed is refused, naming the least step tha
   expect(() => series.query({ stepSeconds: 0 })).toThrow(/stepSeconds/);
 });
 
-let env: TestEnv;
-let a: TestGateway;
+const { gw: a, env } = useGateway('status_counts');
 let b: TestGateway | undefined;
 let agent: Awaited<ReturnType<typeof anAgent>>;
 
 beforeAll(async () => {
-  env = await testEnv('status_counts');
-  a = await startTestGateway(env.env);
   agent = await anAgent();
 });
 afterAll(async () => {
   await b?.stop();
-  await a?.stop();
   await agent?.close();
-  await env?.cleanup();
 });
 
 const COUNTS = 'query($since: DateTime, $step: Int) { statusCounts(since: $since, stepSeconds: $step) { at up late silent } }';

@@ -1,13 +1,12 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { applyDelta, diffCompositions } from '../../../src/services/status/delta/delta.js';
 import { mergeDeltas, replayDeltas } from '../../../src/services/status/delta/delta-chain.js';
 import { aComposition, oneMachineChanged, randomNext, rng } from '../../fixtures/compositions.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { eventually, wsSubscribe } from '../../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw } = useGateway('resume');
 let c: Composition;
 
 const CHANGES = (args: string) =>
@@ -30,15 +29,9 @@ async function next(): Promise<number> {
 }
 
 beforeAll(async () => {
-  env = await testEnv('resume');
-  gw = await startTestGateway(env.env);
   await eventually(() => gw.mesh.status.current(), 'the first composition');
   c = { ...aComposition(gw.mesh.status.current()!.seq + 1000, 20), controller: gw.mesh.config.controller };
   await gw.mesh.status.publish!(c, 'takeover');
-});
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 /** Reads an SSE response's events: each with its `id:` and its data. */

@@ -1,23 +1,19 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { startTestGateway, type TestGateway } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let serving: TestGateway;
+const { gw: serving, env } = useGateway('stream_replicas');
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const replicas: TestGateway[] = [];
 
 beforeAll(async () => {
-  env = await testEnv('stream_replicas');
-  serving = await startTestGateway(env.env);
   await eventually(() => serving.mesh.status.current(), 'the first composition');
   agent = await anAgent();
 });
 afterAll(async () => {
   for (const r of replicas) await r.stop().catch(() => undefined);
-  await serving?.stop();
   await agent?.close();
-  await env?.cleanup();
 });
 
 const has = (gw: TestGateway, machine: string) => gw.mesh.status.current()?.machines.some((m) => m.name === machine);

@@ -10,23 +10,19 @@ import { COMPOSE_MIN_GAP_MS } from '../../../src/services/status/composing/compo
 import type { Composition } from '../../../src/services/status/composition.js';
 import { followLatest } from '../../../src/services/status/live/latest.js';
 import { compositionAssembler, encodeComposition } from '../../../src/services/status/replicating/wire.js';
+import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually, sseSubscribe, wsSubscribe } from '../../fixtures/live.js';
-import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
+import { freshStore } from '../../fixtures/services.js';
 
-let env: TestEnv;
-let gw: TestGateway;
+const { gw, env } = useGateway('status');
 let agent: Awaited<ReturnType<typeof anAgent>>;
 
 beforeAll(async () => {
-  env = await testEnv('status');
-  gw = await startTestGateway(env.env);
   agent = await anAgent();
   await eventually(() => gw.mesh.status.current(), 'the first composition');
 });
 afterAll(async () => {
   await agent?.close();
-  await gw?.stop();
-  await env?.cleanup();
 });
 
 const STATUS = `seq composedAt tookMs trigger
