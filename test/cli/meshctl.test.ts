@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Command } from 'commander';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import { registerCommands } from '../../src/cli/commands.js';
 import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually } from '../fixtures/live.js';
@@ -16,7 +16,10 @@ let nc: NatsConnection;
 let dir: string;
 const ADMIN = 'admin-token-for-meshctl';
 const READER = 'reader-token-for-meshctl';
+// The machines beat once, before the tests: an hour's heartbeat keeps them UP however slowly the
+// file runs (at 10 s they turned LATE 15 s in, on a loaded machine), so "UP" below is the truth.
 const { gw: gateway, env } = useGateway('meshctl', {
+  env: { MESH_HEARTBEAT_S: '3600' },
   tokens: [
     { name: 'ops', scopes: ['read', 'act', 'admin'], token: ADMIN },
     { name: 'viewer', scopes: ['read'], token: READER },
@@ -160,6 +163,8 @@ describe('acting on the mesh', () => {
       progress += chunk;
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // A failing expectation below must not leave the follower running after the file.
+    onTestFinished(() => void child.kill());
     await eventually(() => /OPEN tier 1\/1: 0 ok, 0 failed, 1 waiting/.test(progress), 'the progress of the plan', 20_000);
     const plan = (await json(['plans', '--state', 'OPEN'])).plans.find((p: { build: string }) => p.build === 'build-1');
     expect(plan).toMatchObject({ seat: 'queue', state: 'OPEN', tiers: [['cli-a1']] });

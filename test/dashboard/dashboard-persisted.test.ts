@@ -1,9 +1,9 @@
 import { createClient } from 'graphql-ws';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import WebSocket from 'ws';
 import * as dashboard from '../../dashboard/src/generated/graphql.js';
 import { loadPersistedOperations } from '../../src/server/persisted.js';
-import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
+import { useGateway } from '../fixtures/gateway.js';
 
 // The dashboard's operations are in the manifest codegen writes (codegen.ts), so the page works on a
 // gateway that answers persisted operations only (MESH_PERSISTED_ONLY=1): it sends their text.
@@ -13,16 +13,7 @@ const operations = Object.entries(dashboard)
   .filter(([name]) => name.endsWith('Document'))
   .map(([name, document]) => ({ name, text: String(document) }));
 
-let env: TestEnv;
-let gw: TestGateway;
-beforeAll(async () => {
-  env = await testEnv('dashpersisted');
-  gw = await startTestGateway({ ...env.env, MESH_PERSISTED_ONLY: '1' });
-}, 60_000);
-afterAll(async () => {
-  await gw?.stop();
-  await env?.cleanup();
-});
+const { gw } = useGateway('dashpersisted', { env: { MESH_PERSISTED_ONLY: '1' } });
 
 test('every operation the dashboard sends is in the persisted manifest', () => {
   expect(operations.map((o) => o.name)).toContain('DashboardDocument');
