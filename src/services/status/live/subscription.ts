@@ -75,7 +75,32 @@ export class LivePace {
   offer(composition: Composition, delta: StatusDelta | undefined): void {
     const base = this.held ? this.held.composition : this.last;
     this.held = { composition, delta: delta && base && delta.baseSeq === base.seq && !this.held ? delta : undefined };
-    if (this.timer) return;
+    this.schedule();
+  }
+
+  /** The message that may go out now, when one is held and its interval has passed. */
+  take(): LiveMessage | undefined {
+    if (!this.held || this.timer) return undefined;
+    if (this.wait() > 0) {
+      // Asked early (a taker that came back before the interval ended): `due` is called when it ends.
+      this.schedule();
+      return undefined;
+    }
+    const { composition, delta } = this.held;
+    this.held = undefined;
+    const base = this.last;
+    this.last = composition;
+    this.takenAt = Date.now();
+    return { composition, delta: !this.changes ? undefined : (delta ?? (base ? diffCompositions(base, composition) : undefined)) };
+  }
+
+  /**
+   * Calls `due` once the held composition may go out: at once, or when the interval ends. The wait
+   * is measured again when the timer fires: a timer may fire a millisecond before Date.now() says
+   * the interval ended, and the held one must not then wait for the next composition to go out.
+   */
+  private schedule(): void {
+    if (!this.held || this.timer) return;
     const wait = this.wait();
     if (wait <= 0) {
       this.due();
@@ -83,20 +108,9 @@ export class LivePace {
     }
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.due();
+      this.schedule();
     }, wait);
     this.timer.unref();
-  }
-
-  /** The message that may go out now, when one is held and its interval has passed. */
-  take(): LiveMessage | undefined {
-    if (!this.held || this.timer || this.wait() > 0) return undefined;
-    const { composition, delta } = this.held;
-    this.held = undefined;
-    const base = this.last;
-    this.last = composition;
-    this.takenAt = Date.now();
-    return { composition, delta: !this.changes ? undefined : (delta ?? (base ? diffCompositions(base, composition) : undefined)) };
   }
 
   close(): void {
