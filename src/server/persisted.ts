@@ -8,10 +8,10 @@ import type { Plugin } from 'graphql-yoga';
 import { Invalid } from '../kernel/errors.js';
 
 /**
- * The manifests codegen writes (hash → document), relative to the package's root: one, holding
- * the operations of meshctl and of the dashboard (codegen.ts).
+ * The manifests codegen writes (hash → document), relative to the package's root: meshctl's and
+ * the dashboard's, each beside its client's typed operations (codegen.ts).
  */
-const MANIFESTS = ['src/cli/generated/persisted-documents.json'];
+const MANIFESTS = ['src/cli/generated/persisted-documents.json', 'dashboard/src/generated/persisted-documents.json'];
 /** Raw query texts already matched to the manifest, so a client repeating one is not parsed twice; cleared when full. */
 const MATCHED_TEXTS_MAX = 1_000;
 /** A raw document this long cannot be one of ours; refused unparsed (meshctl's longest is under 1 KiB). */

@@ -488,7 +488,7 @@ export const DashboardDurationsDocument = new TypedDocumentString(`
   p99
   bound
   exceeded
-}`) as unknown as TypedDocumentString<DashboardDurationsQuery, DashboardDurationsQueryVariables>;
+}`, {"hash":"sha256:ed75c214ba71da856c18e9ef7916780daf7a5986b4017878278d145e5cc4adb0"}) as unknown as TypedDocumentString<DashboardDurationsQuery, DashboardDurationsQueryVariables>;
 export const DashboardCallsDocument = new TypedDocumentString(`
     query DashboardCalls {
   calls(state: RUNNING, first: 20) {
@@ -506,7 +506,7 @@ export const DashboardCallsDocument = new TypedDocumentString(`
   caller
   door
   startedAt
-}`) as unknown as TypedDocumentString<DashboardCallsQuery, DashboardCallsQueryVariables>;
+}`, {"hash":"sha256:d338444229c7bba78cb0c84d4e0e699a61bc6281ee551c87ebcd95f34c3efbaa"}) as unknown as TypedDocumentString<DashboardCallsQuery, DashboardCallsQueryVariables>;
 export const DashboardHandActsDocument = new TypedDocumentString(`
     query DashboardHandActs($since: DateTime) {
   handActs(since: $since, first: 15) {
@@ -525,7 +525,7 @@ export const DashboardHandActsDocument = new TypedDocumentString(`
   target
   why
   cause
-}`) as unknown as TypedDocumentString<DashboardHandActsQuery, DashboardHandActsQueryVariables>;
+}`, {"hash":"sha256:d8a3de122a8f099c6ca80aa1f40670792833c4cf64b4a0e8a7e9f9e46a3ef886"}) as unknown as TypedDocumentString<DashboardHandActsQuery, DashboardHandActsQueryVariables>;
 export const DashboardPlansDocument = new TypedDocumentString(`
     query DashboardPlans {
   plans(first: 50) {
@@ -540,7 +540,7 @@ export const DashboardPlansDocument = new TypedDocumentString(`
     ok
     reportedAt
   }
-}`) as unknown as TypedDocumentString<DashboardPlansQuery, DashboardPlansQueryVariables>;
+}`, {"hash":"sha256:0984a1300b832f88763eb624ec8ddb1812688d149025eb2f06cccfb62fca03cc"}) as unknown as TypedDocumentString<DashboardPlansQuery, DashboardPlansQueryVariables>;
 export const DashboardPlanChangedDocument = new TypedDocumentString(`
     subscription DashboardPlanChanged {
   planChanged {
@@ -555,7 +555,7 @@ export const DashboardPlanChangedDocument = new TypedDocumentString(`
     ok
     reportedAt
   }
-}`) as unknown as TypedDocumentString<DashboardPlanChangedSubscription, DashboardPlanChangedSubscriptionVariables>;
+}`, {"hash":"sha256:69d7bd67a8e2b8582f491636b1fbd42ba1905d6aab9d7ece1e1413985c0238f1"}) as unknown as TypedDocumentString<DashboardPlanChangedSubscription, DashboardPlanChangedSubscriptionVariables>;
 export const DashboardCallChangedDocument = new TypedDocumentString(`
     subscription DashboardCallChanged($after: String) {
   callChanged(after: $after) {
@@ -571,7 +571,7 @@ export const DashboardCallChangedDocument = new TypedDocumentString(`
   caller
   door
   startedAt
-}`) as unknown as TypedDocumentString<DashboardCallChangedSubscription, DashboardCallChangedSubscriptionVariables>;
+}`, {"hash":"sha256:f7c8e4b2825ece391457973f2354cd94f133734c554dc430a46245d7dc09b18d"}) as unknown as TypedDocumentString<DashboardCallChangedSubscription, DashboardCallChangedSubscriptionVariables>;
 export const DashboardHandActAddedDocument = new TypedDocumentString(`
     subscription DashboardHandActAdded($after: String) {
   handActAdded(after: $after) {
@@ -586,7 +586,7 @@ export const DashboardHandActAddedDocument = new TypedDocumentString(`
   target
   why
   cause
-}`) as unknown as TypedDocumentString<DashboardHandActAddedSubscription, DashboardHandActAddedSubscriptionVariables>;
+}`, {"hash":"sha256:4ea4865bc536352a94f39e4d181cf9a23cacbf410358b97b00587df32d12f3ed"}) as unknown as TypedDocumentString<DashboardHandActAddedSubscription, DashboardHandActAddedSubscriptionVariables>;
 export const DashboardDocument = new TypedDocumentString(`
     subscription Dashboard($after: Int) {
   statusChanges(after: $after) {
@@ -727,7 +727,7 @@ fragment DashboardDelta on StatusDelta {
     removed
     order
   }
-}`) as unknown as TypedDocumentString<DashboardSubscription, DashboardSubscriptionVariables>;
+}`, {"hash":"sha256:9e4f317a91b7d07c191b3f2ef5fb8a11e684b98354498b7bd3cdb4257c3b9172"}) as unknown as TypedDocumentString<DashboardSubscription, DashboardSubscriptionVariables>;
 export const DashboardCountsDocument = new TypedDocumentString(`
     query DashboardCounts {
   statusCounts {
@@ -739,7 +739,7 @@ export const DashboardCountsDocument = new TypedDocumentString(`
   up
   late
   silent
-}`) as unknown as TypedDocumentString<DashboardCountsQuery, DashboardCountsQueryVariables>;
+}`, {"hash":"sha256:162f2c976862d50b2f3bf11f48abfcf12909618abf8ccb9a4980b65b4414fa60"}) as unknown as TypedDocumentString<DashboardCountsQuery, DashboardCountsQueryVariables>;
 export const DashboardPastDocument = new TypedDocumentString(`
     query DashboardPast($at: DateTime) {
   statusAt(at: $at) {
@@ -761,7 +761,7 @@ export const DashboardPastDocument = new TypedDocumentString(`
     module
     derived
   }
-}`) as unknown as TypedDocumentString<DashboardPastQuery, DashboardPastQueryVariables>;
+}`, {"hash":"sha256:844e68efb5671adeda488516d9c06f86e184ac63c317787f95f3ad152ef5a64a"}) as unknown as TypedDocumentString<DashboardPastQuery, DashboardPastQueryVariables>;
 export const DashboardMachineHistoryDocument = new TypedDocumentString(`
     query DashboardMachineHistory($name: String!) {
   machineHistory(name: $name) {
@@ -779,4 +779,4 @@ export const DashboardMachineHistoryDocument = new TypedDocumentString(`
   seq
   at
   state
-}`) as unknown as TypedDocumentString<DashboardMachineHistoryQuery, DashboardMachineHistoryQueryVariables>;
+}`, {"hash":"sha256:862d83a6db41dd18720edc3ff169fd7ea58c08db5f87d0b193b68509d937efaf"}) as unknown as TypedDocumentString<DashboardMachineHistoryQuery, DashboardMachineHistoryQueryVariables>;
