@@ -15,6 +15,8 @@ let beating: NodeJS.Timeout;
 const ALIVE = new Set(['w1', 'w2', 'w3', 'x1']);
 /** LATE past 3 s, SILENT past 12 s without a heartbeat. */
 const HEARTBEAT_S = '2';
+/** Three of the page's side-fetch gaps (SIDE_FETCH_GAP_MS, 1 s) without a request before the idle window. */
+const QUIET_BEFORE_MS = 3_000;
 const site = (name: string) => (name.startsWith('w') ? 'west' : 'east');
 /** When every machine was UP, as the page's own clock saw it. */
 let allUpAt: string;
@@ -120,7 +122,11 @@ test('an idle page sends no request over 10 s, while hand-acts, calls and plans 
   await expect.poll(() => page.locator('[data-testid="timeline"] rect.seg').count(), { timeout: 15_000 }).toBeGreaterThan(0);
   await page.waitForLoadState('networkidle');
   const requests: string[] = [];
-  page.on('request', (r) => requests.push(`${r.method()} ${r.url()} ${r.postData() ?? ''}`.slice(0, 200)));
+  let lastRequestAt = Date.now();
+  page.on('request', (r) => {
+    lastRequestAt = Date.now();
+    requests.push(`${r.method()} ${r.url()} ${r.postData() ?? ''}`.slice(0, 200));
+  });
 
   // Live meanwhile, with machines heartbeating: a hand-act, and a plan's tier progress.
   const act = await gateway.gql(`mutation { recordHandAct(act: "restarted-broker", target: "w1", why: "stuck queue") { __typename } }`);
@@ -134,7 +140,9 @@ test('an idle page sends no request over 10 s, while hand-acts, calls and plans 
   await expect.poll(() => page.locator(`.plan[data-plan="${planId}"] .tier`).textContent(), { timeout: 15_000 }).toContain('1/2 reported · 1 ok');
   // The report recorded an apply duration: the page asked for durations once, on that change.
   await expect.poll(() => page.locator('#durations tr[data-kind="APPLY"]').textContent(), { timeout: 15_000 }).toContain('0 of 1');
-  await page.waitForLoadState('networkidle');
+  // The page spaces its side fetches a second apart, so the report's plan change can still ask
+  // once more after the row shows: the window starts once no request came for QUIET_BEFORE_MS.
+  await expect.poll(() => Date.now() - lastRequestAt, { timeout: 20_000, interval: 250 }).toBeGreaterThanOrEqual(QUIET_BEFORE_MS);
   requests.length = 0;
 
   // Ten seconds of an idle page (the machines still heartbeating, compositions still coming).
