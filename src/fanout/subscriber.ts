@@ -6,17 +6,39 @@ import type { LiveField, MaybePromise } from './live-field.js';
 
 /**
  * A payload this small goes out as one message built per subscriber (a copy of a few hundred
- * bytes costs less than two extra frames); a larger one is written by reference between a
- * per-subscriber prefix and suffix, as fragments of one message.
+ * bytes costs little); a larger one is written by reference between a per-subscriber prefix and
+ * suffix, in one frame this module frames itself (`writeOneFrame`).
  */
-const FRAGMENT_FROM_BYTES = 16 * 1024;
+const BY_REFERENCE_FROM_BYTES = 16 * 1024;
 
 const SUFFIX = Buffer.from('}');
 
 /** The socket under a `ws` WebSocket, as far as writing goes (ws corks it around each frame too). */
-interface Corkable {
+interface RawSocket {
   cork(): void;
   uncork(): void;
+  write(chunk: Buffer, callback?: (error?: Error | null) => void): boolean;
+}
+
+/** FIN and the text opcode: the first byte of an unfragmented text frame (RFC 6455 §5.2). */
+const FIN_TEXT = 0x81;
+
+/** The header of an unfragmented, unmasked (server to client) text frame of `length` bytes, then `prefix`. */
+function frameHeadWith(length: number, prefix: Buffer): Buffer {
+  const size = length < 126 ? 2 : length < 65_536 ? 4 : 10;
+  const head = Buffer.allocUnsafe(size + prefix.length);
+  head[0] = FIN_TEXT;
+  if (size === 2) head[1] = length;
+  else if (size === 4) {
+    head[1] = 126;
+    head.writeUInt16BE(length, 2);
+  } else {
+    head[1] = 127;
+    head.writeUInt32BE(Math.floor(length / 2 ** 32), 2);
+    head.writeUInt32BE(length >>> 0, 6);
+  }
+  prefix.copy(head, size);
+  return head;
 }
 
 export type PayloadKind = 'full' | 'change';
@@ -161,19 +183,30 @@ export class Subscriber implements AsyncIterableIterator<never> {
     }
     this.lastSeq = seq;
     this.group.engine.counters.sent++;
-    if (payload.length < FRAGMENT_FROM_BYTES) {
+    const raw = (socket as unknown as { _socket?: RawSocket })._socket;
+    // With an extension (permessage-deflate, never offered by this server) ws must frame the message.
+    if (payload.length < BY_REFERENCE_FROM_BYTES || !raw || socket.extensions !== '') {
       socket.send(Buffer.concat([this.prefix, payload, SUFFIX]), { binary: false }, this.sent);
       return;
     }
-    // Corked, the three frames leave in one write (one system call, one TCP push) as one frame would.
-    const raw = (socket as unknown as { _socket?: Corkable })._socket;
-    raw?.cork();
+    this.writeOneFrame(raw, payload);
+  }
+
+  /**
+   * The message as one frame, its payload never copied: the frame's header and this subscription's
+   * prefix, the shared payload, the suffix, corked into one write. Sent as three fragments instead,
+   * every client joined them again (a copy of the whole message each): the 1,000-subscriber bench
+   * measured that as most of the fan-out's time beyond a bare broadcast (docs/BENCHMARKS.md). ws
+   * writes an unextended frame at once, never queued, so nothing of its own comes between these writes.
+   */
+  private writeOneFrame(raw: RawSocket, payload: Buffer): void {
+    raw.cork();
     try {
-      socket.send(this.prefix, { binary: false, fin: false });
-      socket.send(payload, { binary: false, fin: false });
-      socket.send(SUFFIX, { binary: false, fin: true }, this.sent);
+      raw.write(frameHeadWith(this.prefix.length + payload.length + SUFFIX.length, this.prefix));
+      raw.write(payload);
+      raw.write(SUFFIX, (error) => this.sent(error ?? undefined));
     } finally {
-      raw?.uncork();
+      raw.uncork();
     }
   }
 
