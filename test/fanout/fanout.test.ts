@@ -163,6 +163,26 @@ test('statusChanges sends the whole composition, then deltas that rebuild every 
   c.complete('d');
 });
 
+test('compositions of every size reach a subscriber whole: small, under 64 KiB and far over it', async () => {
+  const c = await client();
+  c.subscribe('s', STATUS);
+  const sizes: number[] = [];
+  for (const machines of [20, 150, 4_000]) {
+    const published = await publish(aComposition(++seq, machines));
+    await c.until(() => seqs(c, 's').at(-1) === seq, 20_000, `the composition of ${machines} machines`);
+    const message = c.of('s').at(-1)!;
+    expect(message.payload.data.status).toEqual(published);
+    sizes.push(message.bytes);
+  }
+  // One below the size a payload is written by reference from (16 KiB), one within a 16-bit frame
+  // length, one past it (a 64-bit length).
+  expect(sizes[0]).toBeLessThan(16 * 1024);
+  expect(sizes[1]).toBeGreaterThan(16 * 1024);
+  expect(sizes[1]).toBeLessThan(64 * 1024);
+  expect(sizes[2]).toBeGreaterThan(64 * 1024);
+  c.complete('s');
+});
+
 test('a change subscriber that skipped compositions gets a whole one, never a delta it cannot apply', async () => {
   let last = await publish(aComposition(++seq, 4_000));
   const c = await client();
