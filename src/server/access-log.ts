@@ -19,6 +19,10 @@ export function requestIdOf(req: IncomingMessage): string {
 
 /** How much of a document is read for its operation's name: a log label, not worth more. */
 const NAME_SCAN_MAX = 10_000;
+/** Documents whose operation name is kept once read (the same few are asked again and again); emptied when full. */
+export const OPERATION_NAMES_KEPT = 500;
+/** …each at most this long (the names kept hold at most 500 × 4 KiB of text). */
+const OPERATION_NAME_KEPT_UP_TO = 4_096;
 const OPERATION_KEYWORDS = new Set(['query', 'mutation', 'subscription']);
 
 /**
@@ -30,8 +34,22 @@ export function operationNameOf(params: { operationName?: unknown; query?: unkno
   // Parameters are not judged yet here: anything may come, and the request's own refusal follows.
   if (typeof params.operationName === 'string' && params.operationName) return params.operationName.slice(0, 200);
   if (typeof params.query !== 'string') return undefined;
+  const text = params.query.slice(0, NAME_SCAN_MAX);
+  if (text.length > OPERATION_NAME_KEPT_UP_TO) return firstOperationName(text);
+  const kept = namesRead.get(text);
+  if (kept !== undefined || namesRead.has(text)) return kept;
+  const name = firstOperationName(text);
+  if (namesRead.size >= OPERATION_NAMES_KEPT) namesRead.clear();
+  namesRead.set(text, name);
+  return name;
+}
+
+/** Operation names read per short document (at most OPERATION_NAMES_KEPT): a dashboard's status query is lexed once, not at each request. */
+const namesRead = new Map<string, string | undefined>();
+
+function firstOperationName(text: string): string | undefined {
   try {
-    const lexer = new Lexer(new Source(params.query.slice(0, NAME_SCAN_MAX)));
+    const lexer = new Lexer(new Source(text));
     let depth = 0;
     // The first named operation at the top level, past fragments and anonymous operations.
     for (let token = lexer.advance(); token.kind !== TokenKind.EOF; token = lexer.advance()) {
@@ -95,6 +113,9 @@ export function accessLog(logger: Logger, access: Access, onAnswered: (method: s
         const path = (req.url ?? '').split('?')[0] ?? '';
         const status = res.headersSent ? res.statusCode : 0;
         onAnswered(method, status, seconds);
+        const level = PROBE_PATHS.has(path) ? 'debug' : 'info';
+        // Below the log's level the line is not even made (a kept status answer is a few tens of µs).
+        if (!logger.isLevelEnabled(level)) return;
         const line = {
           method,
           path: path.slice(0, 200),
@@ -105,8 +126,7 @@ export function accessLog(logger: Logger, access: Access, onAnswered: (method: s
           requestId,
           address,
         };
-        if (PROBE_PATHS.has(path)) logger.debug(line, 'request');
-        else logger.info(line, 'request');
+        logger[level](line, 'request');
       };
       // A log line never takes the process down.
       const safeLog = () => {
