@@ -16,6 +16,7 @@ import { startGateway } from '../src/gateway.js';
 import type { Composition } from '../src/services/status/composition.js';
 import { publishComposition } from '../src/services/status/replicating/wire.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
+import { compiledBench } from './compiled.js';
 import { profilerCommands } from './profile.js';
 import { deleteControllerStreams } from './streams.js';
 
@@ -85,8 +86,12 @@ interface Role {
 }
 
 /** Starts this file as a child in `role`; commands go over its stdin, replies come on its stdout. */
-function spawnRole(role: string, arg: string, node: string[] = []): Role {
-  const child: ChildProcess = spawn(process.execPath, [...node, '--import', 'tsx', fileURLToPath(import.meta.url), `--${role}`, arg], {
+/** This file compiled (bench/compiled.ts) once a run: every role runs as production runs the gateway. */
+let compiledSelf: string | undefined;
+
+async function spawnRole(role: string, arg: string, node: string[] = []): Promise<Role> {
+  compiledSelf ??= compiledBench(fileURLToPath(import.meta.url));
+  const child: ChildProcess = spawn(process.execPath, [...node, compiledSelf, `--${role}`, arg], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const waiting = new Map<number, (reply: Reply) => void>();
@@ -282,7 +287,7 @@ export interface Clients {
 export async function startClients(url: string, total: number, query?: string): Promise<Clients> {
   const roles: Role[] = [];
   for (let left = total; left > 0; left -= PER_CLIENT_PROCESS)
-    roles.push(spawnRole('clients', JSON.stringify({ url, count: Math.min(left, PER_CLIENT_PROCESS), query })));
+    roles.push(await spawnRole('clients', JSON.stringify({ url, count: Math.min(left, PER_CLIENT_PROCESS), query })));
   const started = await Promise.all(roles.map((r) => r.call('ready')));
   const n = started.reduce((sum, r) => sum + r.started, 0);
   if (n !== total) throw new Error(`only ${n} of ${total} clients started`);
@@ -434,7 +439,7 @@ async function measure(log: (line: string) => void): Promise<void> {
   await admin(`create database "${name}"`);
   const databaseUrl = new URL(ADMIN_URL);
   databaseUrl.pathname = `/${name}`;
-  const gateway = spawnRole(
+  const gateway = await spawnRole(
     'gateway',
     JSON.stringify({
       DATABASE_URL: databaseUrl.toString(),
@@ -450,7 +455,7 @@ async function measure(log: (line: string) => void): Promise<void> {
     }),
     ['--expose-gc'],
   );
-  const bare = spawnRole('bare', '-', ['--expose-gc']);
+  const bare = await spawnRole('bare', '-', ['--expose-gc']);
   if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
   /** Runs `part` with the gateway's CPU profiled (BENCH_PROFILE=1), and prints its top frames. */
   const profiled = async <T>(name: string, part: () => Promise<T>): Promise<T> => {
