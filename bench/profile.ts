@@ -6,7 +6,7 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
 }
 
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -37,7 +37,7 @@ export function profilerCommands(): Record<string, (args: Record<string, any>) =
 }
 
 /** The frames of a V8 CPU profile with the most self time, as `share of busy time  ms  function  file:line`. */
-function summariseProfile(profile: CpuProfile, top = 25): string[] {
+export function topFrames(profile: CpuProfile, top = 25): { busyMs: number; frames: string[] } {
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<string, number>();
   let total = 0;
@@ -50,11 +50,15 @@ function summariseProfile(profile: CpuProfile, top = 25): string[] {
     total += us;
     self.set(key, (self.get(key) ?? 0) + us);
   });
-  return [
-    `busy ${(total / 1000).toFixed(0)} ms in all`,
-    ...[...self]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
-      .map(([key, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`),
-  ];
+  const frames = [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([key, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
+  return { busyMs: total / 1000, frames };
+}
+
+/** `topFrames`, headed by the busy time in all. */
+function summariseProfile(profile: CpuProfile): string[] {
+  const { busyMs, frames } = topFrames(profile);
+  return [`busy ${busyMs.toFixed(0)} ms in all`, ...frames];
 }

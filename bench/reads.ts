@@ -16,6 +16,7 @@ import { appendHandAct } from '../src/services/hand-acts/hand-acts.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import { ADMIN_URL, admin } from './databases.js';
+import { type CpuProfile, topFrames } from './profile.js';
 import { BARE_SHAPES } from './reads-bare.js';
 import { deleteControllerStreams } from './streams.js';
 
@@ -385,32 +386,11 @@ async function phase(large: boolean, log: (line: string) => void): Promise<void>
   }
 }
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-}
-
-/** The frames of a V8 CPU profile with the most self time, as `share of busy time  ms  function  file:line`. */
-function summariseProfile(dir: string, top = 25): string[] {
+/** The frames with the most self time in the profile `dir` holds (`topFrames`). */
+function summariseProfile(dir: string): string[] {
   const file = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))[0];
   if (!file) return ['no profile was written'];
-  const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
-  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
-  const self = new Map<string, number>();
-  let total = 0;
-  profile.samples.forEach((id, i) => {
-    const { functionName, url, lineNumber } = nodes.get(id)!.callFrame;
-    if (functionName === '(idle)') return; // shares of the time the process was busy
-    const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/')}:${lineNumber + 1}` : '';
-    const key = `${functionName || '(anonymous)'}  ${where}`;
-    const us = profile.timeDeltas[i] ?? 0;
-    total += us;
-    self.set(key, (self.get(key) ?? 0) + us);
-  });
-  return [...self]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, top)
-    .map(([key, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
+  return topFrames(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile).frames;
 }
 
 export async function run(): Promise<string> {
