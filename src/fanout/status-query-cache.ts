@@ -44,6 +44,8 @@ export interface StatusQueryCache {
   /** Counts one request answered with a kept response outside the plugin. */
   hit(): void;
   stats(): { hits: number; misses: number; entries: number; bytes: number };
+  /** Whether no response is kept (asked at every request before Yoga: no counters copied for it). */
+  keepsNone(): boolean;
 }
 
 /** The media type Yoga's regular result processor would answer a request's `Accept` with, or undefined when another one would answer. */
@@ -192,5 +194,6 @@ export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptio
     },
     hit: () => void counters.hits++,
     stats: () => ({ ...counters, entries: entries.size, bytes }),
+    keepsNone: () => entries.size === 0,
   };
 }

@@ -125,7 +125,7 @@ export function statusFastPath(options: StatusFastPathOptions): (request: Incomi
   return (request, response, next) => {
     const { method, url, headers } = request;
     const mediaType = headers.origin === undefined ? regularMediaType(headers.accept) : undefined;
-    if (!mediaType || !url || !cache.stats().entries || overRate(headers.authorization)) return next(request, response);
+    if (!mediaType || !url || cache.keepsNone() || overRate(headers.authorization)) return next(request, response);
     if (method === 'GET' && url.startsWith(getPrefix)) {
       if (!passesCsrfPrevention(headers['content-type'], headers['x-graphql-yoga-csrf'] !== undefined)) return next(request, response);
       const params = fromUrl(url);
