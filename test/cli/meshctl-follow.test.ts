@@ -77,7 +77,9 @@ test('meshctl hand-acts --follow prints the log, then each hand-act as it is rec
 
 test('meshctl --json calls --follow prints each call as it starts and as it ends', async () => {
   const run = meshctl('--json', 'calls', '--follow', '--seat', gateway.config.controller);
-  await primed(run.out, 'recordHandAct');
+  // A followed change, not the list printed first (which names the last test's recordHandAct calls
+  // too: primed on it, the call below could be made before the subscription was in place).
+  await primed(run.out, '{"callChanged"');
   const before = run.out.length;
   await recordAct('a-call-followed');
   const changes = await eventually(
