@@ -7,6 +7,7 @@ type Json<T> = ColumnType<T, string | undefined, string>;
 export interface DB {
   machine: MachineTable;
   assignment: AssignmentTable;
+  assignment_claim: AssignmentClaimTable;
   seat: SeatTable;
   seat_alias: SeatAliasTable;
   seat_holding: SeatHoldingTable;
@@ -46,6 +47,15 @@ interface SeatTable {
   emits: Json<unknown>;
   serves: Json<unknown>;
   created_at: Timestamp;
+  /** Kept by a trigger on seat_holding (migrations/0005_claims_by_name.ts): a holding of this seat is on record. Never written by code. */
+  held_on_record: ColumnType<boolean, never, never>;
+}
+
+/** Kept by triggers on assignment (migrations/0005_claims_by_name.ts): one row per name a running module claims. Never written by code. */
+interface AssignmentClaimTable {
+  claim: ColumnType<string, never, never>;
+  machine: ColumnType<string, never, never>;
+  module: ColumnType<string, never, never>;
 }
 
 interface SeatAliasTable {

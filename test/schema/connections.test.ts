@@ -5,7 +5,7 @@ import { HAND_ACTS_PAGE_MAX } from '../../src/services/hand-acts/hand-acts.js';
 import { recordHeartbeats } from '../../src/services/machines/machines.js';
 import { removeAlias } from '../../src/services/seats/cleanup.js';
 import { defineSeat } from '../../src/services/seats/define.js';
-import { holdSeat } from '../../src/services/seats/holdings.js';
+import { holdSeat, releaseSeat } from '../../src/services/seats/holdings.js';
 import { renameSeat } from '../../src/services/seats/rename.js';
 import { useGateway } from '../fixtures/gateway.js';
 import { startTestGateway, type TestGateway } from '../fixtures/services.js';
@@ -294,5 +294,51 @@ describe('pages follow the claims as they change', () => {
     await removeAlias(gw.mesh.db, gw.mesh.catalogue, 's-39');
     expect(await holdersOf('s-39-renamed')).toBe(0);
     await expectPagesAsThePlainLists();
+  });
+
+  test('a seat held on record and released, a module claiming a seat by two names, pages backwards and of one machine', async () => {
+    const { db, catalogue } = gw.mesh;
+    const holders = async (args: Record<string, unknown>) =>
+      (await connection<{ machine: { name: string }; derived: boolean }>(gw, 'holdingsConnection', { ...args, first: 1000 }, SELECTION)).edges.map(
+        (e) => `${e.node.machine.name}${e.node.derived ? ' derived' : ''}`,
+      );
+    // s-01 is held by derivation; held on record it has that one holder, released it is derived again.
+    await holdSeat(db, catalogue, { seat: 's-01', machine: 'db-010', module: 'store' });
+    expect(await holders({ seat: 's-01' })).toEqual(['db-010']);
+    await expectPagesAsThePlainLists();
+    await releaseSeat(db, catalogue, { seat: 's-01', machine: 'db-010', module: 'store' });
+    expect((await holders({ seat: 's-01' })).every((h) => h.endsWith(' derived'))).toBe(true);
+    await expectPagesAsThePlainLists();
+    // A module that claims s-05 by its name and by an alias holds it once.
+    await renameSeat(db, catalogue, 's-05', 's-05-renamed');
+    await beat('db-004', ['s-05', 's-05-renamed']);
+    expect(await holders({ seat: 's-05-renamed' })).toEqual(['db-004 derived']);
+    await expectPagesAsThePlainLists();
+    // Backwards from the end, 7 a page, the same holdings in the same order.
+    const plain = (await gw.gql('{ holdings { seat { name } machine { name } module derived } }')).data.holdings as unknown[];
+    const backwards: unknown[] = [];
+    let before: string | undefined;
+    for (;;) {
+      const page = await connection<unknown>(
+        gw,
+        'holdingsConnection',
+        { last: 7, ...(before ? { before } : {}) },
+        'edges { node { seat { name } machine { name } module derived } } pageInfo { hasPreviousPage startCursor }',
+      );
+      backwards.unshift(...page.edges.map((e) => e.node));
+      if (!(page as unknown as { pageInfo: { hasPreviousPage: boolean } }).pageInfo.hasPreviousPage) break;
+      before = page.pageInfo.startCursor;
+    }
+    expect(backwards).toEqual(plain);
+    // Of one machine: its recorded and derived holdings, as the plain list filtered by it.
+    for (const machine of ['db-004', 'web-002']) {
+      const ofMachine = (await gw.gql('query($m: String) { holdings(machine: $m) { seat { name } machine { name } module derived } }', { m: machine })).data
+        .holdings;
+      expect(ofMachine.length).toBeGreaterThan(0);
+      const paged = await connection<unknown>(gw, 'holdingsConnection', { machine, first: 1 }, SELECTION);
+      expect(paged.edges.map((e) => e.node)).toEqual(ofMachine.slice(0, 1));
+      const rest = await connection<unknown>(gw, 'holdingsConnection', { machine, first: 1000, after: paged.pageInfo.endCursor }, SELECTION);
+      expect([...paged.edges, ...rest.edges].map((e) => e.node)).toEqual(ofMachine);
+    }
   });
 });

@@ -20,18 +20,19 @@ export const seatCursor = (seat: Seat): string => keyCursor(SEATS, [seat.name]);
 /** A holding's place in the list by seat, machine and module, as an opaque cursor. */
 export const holdingCursor = (h: Holding): string => keyCursor(HOLDINGS, [h.seat, h.machine, h.module]);
 
-/** The names a running module's manifest may claim the seat `seat` by: its name and its aliases. */
-const claimNames = (seat: RawBuilder<unknown>) => sql`(array[${seat}] || array(select d.alias from seat_alias d where d.seat = ${seat}))`;
-
-// A seat is held when a holding is on record or a running module claims it by any of its names
-// (then it is held by derivation, or on record already). The names claimed are read once a
-// statement, from the distinct claim lists of running modules (a few, however many modules):
-// one scan of the assignments, not one per seat.
-const HELD = sql<boolean>`(exists (select 1 from seat_holding h where h.seat = seat.name)
-  or seat.name in (select k.seat
-                     from (select s2.name as key, s2.name as seat from seat s2 union all select d2.alias, d2.seat from seat_alias d2) k
-                    where k.key in (select c.claim from (select distinct a.claims from assignment a where a.running) dc
-                                      cross join lateral jsonb_array_elements_text(dc.claims) as c(claim))))`;
+// A seat is held when a holding is on record (`held_on_record`, kept by a trigger) or a running
+// module claims it by any of its names (`assignment_claim`, the running modules' claims by name):
+// two index probes a seat, and the unheld seats are read from the partial index of seats with
+// nothing on record (migrations/0005_claims_by_name.ts). Each probe is ordered as the index is: where one name is
+// claimed by most modules, the statistics say any claim matches most rows, and PostgreSQL would
+// otherwise probe with a scan of every claim (3 ms a seat at 100,000 machines); a scalar subquery,
+// because PostgreSQL drops the order and limit of an EXISTS.
+const claimedBy = (name: RawBuilder<unknown>) =>
+  sql<boolean>`(select true from assignment_claim c where c.claim = ${name} order by c.claim, c.machine collate "C", c.module collate "C" limit 1) is not null`;
+const CLAIMED = sql<boolean>`(${claimedBy(sql`seat.name`)}
+  or exists (select 1 from seat_alias d where d.seat = seat.name and ${claimedBy(sql`d.alias`)}))`;
+const HELD = sql<boolean>`(seat.held_on_record or ${CLAIMED})`;
+const UNHELD = sql<boolean>`not seat.held_on_record and not ${CLAIMED}`;
 
 function seatConditions(filter: SeatPageFilter): RawBuilder<boolean>[] {
   const where: RawBuilder<boolean>[] = [];
@@ -39,7 +40,7 @@ function seatConditions(filter: SeatPageFilter): RawBuilder<boolean>[] {
     const from = checkName(filter.nameStartsWith, 'nameStartsWith');
     where.push(sql<boolean>`seat.name collate "C" >= ${from} and seat.name collate "C" < ${prefixEnd(from)}`);
   }
-  if (filter.held != null) where.push(filter.held ? HELD : sql<boolean>`not ${HELD}`);
+  if (filter.held != null) where.push(filter.held ? HELD : UNHELD);
   return where;
 }
 
@@ -68,42 +69,94 @@ export async function countSeats(db: Db, filter: SeatPageFilter): Promise<number
   return Number((await query.executeTakeFirstOrThrow()).n);
 }
 
+/** A name after every name in code-unit order: the open end of a key range. */
+const AFTER_EVERY_NAME = '\u{10FFFF}';
+
+/** Where a page's rows start and end, as keys (seat, machine, module) read from its cursors. */
+interface KeyRange {
+  after?: readonly string[];
+  before?: readonly string[];
+  limit?: number;
+  inverted?: boolean;
+}
+
+/**
+ * A seat's derived holders within the page's range, in (machine, module) order, at most `limit`:
+ * one range of `assignment_claim_key_c` for the seat's name and one for each alias, merged. The
+ * range's ends bound the seat named in the cursor only, and are index conditions, so a page from
+ * the middle of a seat claimed 100,000 times starts where the cursor points.
+ */
+function claimantsOf(range: KeyRange, limit: number) {
+  const way = sql.raw(range.inverted ? 'desc' : 'asc');
+  const { after, before } = range;
+  const within = (claim: RawBuilder<unknown>) => sql`ac.claim = ${claim}
+      ${after ? sql`and (ac.machine collate "C", ac.module collate "C") > (case when s.name = ${after[0]} then ${after[1]} else '' end, case when s.name = ${after[0]} then ${after[2]} else '' end)` : sql``}
+      ${before ? sql`and (ac.machine collate "C", ac.module collate "C") < (case when s.name = ${before[0]} then ${before[1]} else ${AFTER_EVERY_NAME} end, case when s.name = ${before[0]} then ${before[2]} else ${AFTER_EVERY_NAME} end)` : sql``}`;
+  const ordered = sql`order by ac.machine collate "C" ${way}, ac.module collate "C" ${way} limit ${limit}`;
+  return sql`(select u.machine, u.module from (
+      (select ac.machine, ac.module from assignment_claim ac where ${within(sql`s.name`)} ${ordered})
+      union
+      (select x.machine, x.module from seat_alias d
+         cross join lateral (select ac.machine, ac.module from assignment_claim ac where ${within(sql`d.alias`)} ${ordered}) x
+        where d.seat = s.name)) u
+    order by u.machine collate "C" ${way}, u.module collate "C" ${way} limit ${limit})`;
+}
+
 /**
  * The holdings asked, recorded and derived, as one statement's FROM (columns seat, scope, machine,
- * module, site, since, derived), each branch read in key order from its own index when `order`
- * and `limit` are given: the recorded by `seat_holding_key_c`, the derived seat by seat through
- * the claims' GIN index. The same holdings as `listHoldings` (a test holds them equal).
+ * module, site, since, derived). With a limit, each branch is read in key order from indexes and
+ * stops at the page: the recorded by `seat_holding_key_c`; the derived seat by seat from the seats
+ * with nothing on record (`seat_unrecorded_name_c`), each seat's claimants by `claimantsOf`. Of the
+ * machines named, the derived are read from those machines' claims instead. The same holdings as
+ * `listHoldings` (a test holds them equal).
  */
-function keyedRows(filter: HoldingFilter, page: { after?: readonly string[]; before?: readonly string[]; limit?: number; inverted?: boolean }) {
+function keyedRows(filter: HoldingFilter, range: KeyRange) {
   const { seats, machines } = filter;
   const key = (seat: string, machine: string, module: string) =>
     sql`(${sql.raw(seat)} collate "C", ${sql.raw(machine)} collate "C", ${sql.raw(module)} collate "C")`;
   const bounds = (seat: string, machine: string, module: string) => {
     const k = key(seat, machine, module);
-    const after = page.after ? sql`and ${k} > (${page.after[0]}, ${page.after[1]}, ${page.after[2]})` : sql``;
-    const before = page.before ? sql`and ${k} < (${page.before[0]}, ${page.before[1]}, ${page.before[2]})` : sql``;
+    const after = range.after ? sql`and ${k} > (${range.after[0]}, ${range.after[1]}, ${range.after[2]})` : sql``;
+    const before = range.before ? sql`and ${k} < (${range.before[0]}, ${range.before[1]}, ${range.before[2]})` : sql``;
     return sql`${after} ${before}`;
   };
-  const way = sql.raw(page.inverted ? 'desc' : 'asc');
+  const way = sql.raw(range.inverted ? 'desc' : 'asc');
   const order = (seat: string, machine: string, module: string) =>
-    page.limit === undefined
+    range.limit === undefined
       ? sql``
-      : sql`order by ${sql.raw(seat)} collate "C" ${way}, ${sql.raw(machine)} collate "C" ${way}, ${sql.raw(module)} collate "C" ${way} limit ${page.limit}`;
-  return sql`
+      : sql`order by ${sql.raw(seat)} collate "C" ${way}, ${sql.raw(machine)} collate "C" ${way}, ${sql.raw(module)} collate "C" ${way} limit ${range.limit}`;
+  const recorded = sql`
     (select h.seat, h.scope, h.machine, h.module, m.site, h.since, false as derived
        from seat_holding h join machine m on m.name = h.machine
       where true ${seats ? sql`and h.seat = any(${[...seats]}::text[])` : sql``} ${machines ? sql`and h.machine = any(${[...machines]}::text[])` : sql``}
             ${bounds('h.seat', 'h.machine', 'h.module')}
-      ${order('h.seat', 'h.machine', 'h.module')})
-    union all
-    (select s.name as seat, s.scope, a.machine, a.module, m.site, a.since, true as derived
-       from seat s
-       join assignment a on a.running and a.claims ?| ${claimNames(sql`s.name`)}
+      ${order('h.seat', 'h.machine', 'h.module')})`;
+  // A module claiming a seat by two of its names is one holder (`distinct`).
+  const derived =
+    machines || range.limit === undefined
+      ? sql`
+    (select * from (select distinct s.name as seat, s.scope, a.machine, a.module, m.site, a.since, true as derived
+       from assignment_claim ac
+       join (select name as key, name as seat from seat union all select alias, seat from seat_alias) k on k.key = ac.claim
+       join seat s on s.name = k.seat
+       join assignment a on a.machine = ac.machine and a.module = ac.module
        join machine m on m.name = a.machine
-      where not exists (select 1 from seat_holding r where r.seat = s.name)
-            ${seats ? sql`and s.name = any(${[...seats]}::text[])` : sql``} ${machines ? sql`and a.machine = any(${[...machines]}::text[])` : sql``}
-            ${bounds('s.name', 'a.machine', 'a.module')}
-      ${order('s.name', 'a.machine', 'a.module')})`;
+      where not s.held_on_record
+            ${seats ? sql`and s.name = any(${[...seats]}::text[])` : sql``} ${machines ? sql`and ac.machine = any(${[...machines]}::text[])` : sql``}
+            ${bounds('s.name', 'a.machine', 'a.module')}) d
+      ${order('d.seat', 'd.machine', 'd.module')})`
+      : sql`
+    (select s.name as seat, s.scope, c.machine, c.module, m.site, a.since, true as derived
+       from seat s
+       cross join lateral ${claimantsOf(range, range.limit)} c
+       join assignment a on a.machine = c.machine and a.module = c.module
+       join machine m on m.name = a.machine
+      where not s.held_on_record
+            ${seats ? sql`and s.name = any(${[...seats]}::text[])` : sql``}
+            ${range.after ? sql`and s.name collate "C" >= ${range.after[0]}` : sql``}
+            ${range.before ? sql`and s.name collate "C" <= ${range.before[0]}` : sql``}
+      ${order('s.name', 'c.machine', 'c.module')})`;
+  return sql`${recorded} union all ${derived}`;
 }
 
 /**
