@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { type CompiledQuery, Kysely, PostgresDialect } from 'kysely';
+import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { PageRequest } from '../src/kernel/pages.js';
+import { recordHeartbeats } from '../src/services/machines/machines.js';
 import { countMachines, type MachinePageFilter, machineCursor, pageMachines } from '../src/services/machines/pages.js';
 import { compiledCatalogue } from '../src/services/seats/catalogue.js';
-import { countHoldings, countSeats, pageHoldings, pageSeats } from '../src/services/seats/pages.js';
+import { countHoldings, countSeats, holdingCursor, pageHoldings, pageSeats } from '../src/services/seats/pages.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import type { DB } from '../src/store/tables.js';
 import { seed } from './compose.js';
@@ -49,6 +50,7 @@ export async function run(): Promise<string> {
     );
     const catalogue = compiledCatalogue('bench-controller', []);
     const middle = machineCursor({ name: `m-${Math.floor(MACHINES / 2)}` } as never);
+    const queueMiddle = holdingCursor({ seat: 'queue', machine: `m-${Math.floor(MACHINES / 2)}`, module: 'broker' } as never);
     const page = (limit: number, more: Partial<PageRequest> = {}): PageRequest => ({ limit: limit + 1, ...more });
     const up: MachinePageFilter = { state: { is: 'UP', judging: { heardUntilMs: Date.now(), heartbeatSeconds: HEARTBEAT_S } } };
     const silent: MachinePageFilter = { state: { is: 'SILENT', judging: { heardUntilMs: Date.now(), heartbeatSeconds: HEARTBEAT_S } } };
@@ -70,6 +72,11 @@ export async function run(): Promise<string> {
       ['holdings, seat "seat-77", first 100', () => pageHoldings(db, { seats: ['seat-77'] }, page(100))],
       ['holdings, machine "m-4242", first 100', () => pageHoldings(db, { machines: ['m-4242'] }, page(100))],
       ['holdings, all, first 100', () => pageHoldings(db, {}, page(100))],
+      ['holdings, all, last 100', () => pageHoldings(db, {}, page(100, { inverted: true }))],
+      [
+        'holdings, seat "queue" (derived 100,000 times), first 100 after the middle',
+        () => pageHoldings(db, { seats: ['queue'] }, page(100, { after: queueMiddle })),
+      ],
       ['holdings, totalCount seat "seat-77"', () => countHoldings(db, { seats: ['seat-77'] })],
     ];
     out('');
@@ -95,6 +102,8 @@ export async function run(): Promise<string> {
       plans.push(`### ${what}\n\n\`\`\`\n${plan}\n\`\`\``);
     }
     out('');
+    await heartbeatWrites(db, out);
+    out('');
     out(plans.join('\n\n'));
     out('');
     out(
@@ -106,5 +115,45 @@ export async function run(): Promise<string> {
   } finally {
     await db.destroy();
     await admin(`drop database if exists "${name}" with (force)`);
+  }
+}
+
+const HEARTBEAT_BATCH = 1_000;
+const CLAIM_TRIGGERS = ['assignment_claims_inserted', 'assignment_claims_updated', 'assignment_claims_deleted'];
+
+/**
+ * What keeping the claims by name (migrations/0005_claims_by_name.ts's triggers on assignment) costs the heartbeat's
+ * write: batches of 1,000 machines' heartbeats, unchanged or with every tenth machine's modules
+ * changing back and forth, with the triggers and without them, alternating, in one run.
+ */
+async function heartbeatWrites(db: Kysely<DB>, out: (line: string) => void): Promise<void> {
+  const batch = (round: number, changing: boolean) =>
+    Array.from({ length: HEARTBEAT_BATCH }, (_, k) => {
+      const i = (round * 7919 + k * 37) % MACHINES;
+      const changes = changing && k % 10 === 0 && round % 2 === 0;
+      return {
+        machine: `m-${i}`,
+        site: `site-${i % 20}`,
+        modules: changes ? ['web'] : ['broker', 'web'],
+        claims: changes ? ({} as Record<string, string[]>) : { broker: ['queue'] },
+        at: new Date(),
+      };
+    });
+  const triggers = (on: boolean) =>
+    Promise.all(CLAIM_TRIGGERS.map((t) => sql`alter table assignment ${sql.raw(on ? 'enable' : 'disable')} trigger ${sql.id(t)}`.execute(db)));
+  out(`| heartbeats, a batch of ${HEARTBEAT_BATCH.toLocaleString('en')} machines | claims kept by triggers | without the triggers |`);
+  out('|---|---|---|');
+  for (const changing of [false, true]) {
+    const took = { on: [] as number[], off: [] as number[] };
+    for (let round = 0; round < 2 * ROUNDS; round++) {
+      const on = round % 4 < 2;
+      await triggers(on);
+      const start = performance.now();
+      await recordHeartbeats(db, batch(Math.floor(round / 2) * 2 + (round % 2), changing));
+      took[on ? 'on' : 'off'].push(performance.now() - start);
+    }
+    await triggers(true);
+    const what = changing ? 'every tenth machine changing its modules' : 'nothing changed';
+    out(`| ${what} | ${median(took.on).toFixed(2)} ms | ${median(took.off).toFixed(2)} ms |`);
   }
 }
