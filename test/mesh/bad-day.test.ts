@@ -89,12 +89,11 @@ function servingOf(candidates: ChildGateway[]): ChildGateway | undefined {
 
 test('a SIGKILL and a 20 s SIGSTOP of the serving replica show no machine that kept beating LATE or SILENT; machines that stopped are shown on time', async () => {
   const childEnv = { ...env.env, MESH_HEARTBEAT_S: String(HEARTBEAT_S) };
+  // The first makes the store and the streams; the other two start together, as replicas do.
   const a = await spawnGateway(childEnv);
   replicas.push(a);
-  const b = await spawnGateway(childEnv);
-  replicas.push(b);
-  const c = await spawnGateway(childEnv);
-  replicas.push(c);
+  const [b, c] = await Promise.all([spawnGateway(childEnv), spawnGateway(childEnv)]);
+  replicas.push(b, c);
 
   // The mesh, in a thread of its own so that reading three replicas' status every second does not
   // delay its beats: each machine beats every HEARTBEAT_S, spread evenly over the interval; on
