@@ -309,6 +309,10 @@ describe('pages follow the claims as they change', () => {
     await releaseSeat(db, catalogue, { seat: 's-01', machine: 'db-010', module: 'store' });
     expect((await holders({ seat: 's-01' })).every((h) => h.endsWith(' derived'))).toBe(true);
     await expectPagesAsThePlainLists();
+    // A seat held on record, renamed: its holdings move by cascade, and it is still held on record.
+    await renameSeat(db, catalogue, 's-02', 's-02-renamed');
+    expect(await holders({ seat: 's-02-renamed' })).toEqual(['web-002']);
+    await expectPagesAsThePlainLists();
     // A module that claims s-05 by its name and by an alias holds it once.
     await renameSeat(db, catalogue, 's-05', 's-05-renamed');
     await beat('db-004', ['s-05', 's-05-renamed']);
