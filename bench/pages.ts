@@ -78,6 +78,7 @@ export async function run(): Promise<string> {
         () => pageHoldings(db, { seats: ['queue'] }, page(100, { after: queueMiddle })),
       ],
       ['holdings, totalCount seat "seat-77"', () => countHoldings(db, { seats: ['seat-77'] })],
+      ['holdings, totalCount (all)', () => countHoldings(db, {})],
     ];
     out('');
     out('| read | answered | median wall (Node, pg and PostgreSQL) | PostgreSQL execution (EXPLAIN ANALYZE) |');

@@ -270,6 +270,7 @@ describe('pages follow the claims as they change', () => {
   async function expectPagesAsThePlainLists(): Promise<void> {
     const plain = (await gw.gql('{ holdings { seat { name } machine { name } module derived } }')).data.holdings as unknown[];
     expect(await pagedHoldings()).toEqual(plain);
+    expect((await connection(gw, 'holdingsConnection', { first: 1 }, 'totalCount')).totalCount).toBe(plain.length);
     const seats = (await gw.gql('{ seats { name holders { module } } }')).data.seats as { name: string; holders: unknown[] }[];
     const held = await connection(gw, 'seatsConnection', { held: true, first: 1000 });
     expect(held.edges.map((e) => e.node.name)).toEqual(seats.filter((s) => s.holders.length > 0).map((s) => s.name));
@@ -341,8 +342,9 @@ describe('pages follow the claims as they change', () => {
       expect(ofMachine.length).toBeGreaterThan(0);
       const paged = await connection<unknown>(gw, 'holdingsConnection', { machine, first: 1 }, SELECTION);
       expect(paged.edges.map((e) => e.node)).toEqual(ofMachine.slice(0, 1));
-      const rest = await connection<unknown>(gw, 'holdingsConnection', { machine, first: 1000, after: paged.pageInfo.endCursor }, SELECTION);
+      const rest = await connection<unknown>(gw, 'holdingsConnection', { machine, first: 1000, after: paged.pageInfo.endCursor }, `${SELECTION} totalCount`);
       expect([...paged.edges, ...rest.edges].map((e) => e.node)).toEqual(ofMachine);
+      expect(rest.totalCount).toBe(ofMachine.length);
     }
   });
 });

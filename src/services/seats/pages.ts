@@ -175,9 +175,29 @@ export async function pageHoldings(db: Db, filter: HoldingFilter, request: PageR
   return result.rows.map((row) => ({ ...row, since: new Date(row.since) }));
 }
 
-/** How many holdings the filter leaves, whatever the page. One statement. */
+/**
+ * How many holdings the filter leaves, whatever the page. One statement, counting keys only: a
+ * holding on record has its assignment and machine (foreign keys), and a claim kept by name its
+ * running assignment, so neither is joined to be counted. A derived holder is counted once: by the
+ * seat's own name, else by the distinct (machine, module) of its aliases' claims (few), so the
+ * 100,000 claims of one name are counted, never de-duplicated (BENCHMARKS.md, at 100,000 machines).
+ */
 export async function countHoldings(db: Db, filter: HoldingFilter): Promise<number> {
-  if (filter.seats?.length === 0 || filter.machines?.length === 0) return 0;
-  const result = await sql<{ n: string }>`select count(*) as n from (${keyedRows(filter, {})}) held`.execute(db);
+  const { seats, machines } = filter;
+  if (seats?.length === 0 || machines?.length === 0) return 0;
+  const ofSeats = (column: string) => (seats ? sql`and ${sql.ref(column)} = any(${[...seats]}::text[])` : sql``);
+  const ofMachines = (column: string) => (machines ? sql`and ${sql.ref(column)} = any(${[...machines]}::text[])` : sql``);
+  const result = await sql<{ n: string }>`
+    select (select count(*) from seat_holding h where true ${ofSeats('h.seat')} ${ofMachines('h.machine')})
+         + (select count(*) from assignment_claim ac join seat s on s.name = ac.claim
+             where not s.held_on_record ${ofSeats('s.name')} ${ofMachines('ac.machine')})
+         + (select count(*) from (
+              select distinct s.name, ac.machine, ac.module
+                from seat_alias d
+                join seat s on s.name = d.seat
+                join assignment_claim ac on ac.claim = d.alias
+               where not s.held_on_record ${ofSeats('s.name')} ${ofMachines('ac.machine')}
+                 and not exists (select 1 from assignment_claim own
+                                  where own.claim = s.name and own.machine = ac.machine and own.module = ac.module)) by_alias) as n`.execute(db);
   return Number(result.rows[0]!.n);
 }
