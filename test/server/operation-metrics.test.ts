@@ -23,8 +23,10 @@ test('/metrics counts each GraphQL operation by name and type, with its errors a
   for (let i = 0; i < 3; i++) expect((await gateway.gql('query SeatNames { seats { name } }')).errors).toBeUndefined();
   expect((await gateway.gql('query Broken { seats { noSuchField } }')).errors?.length).toBeGreaterThan(0);
   expect((await gateway.gql('{ seats { name } }')).errors).toBeUndefined();
+  // Refused as data (a typed error), not as a GraphQL error: the operation ran and is counted.
   const refused = await gateway.gql('mutation Rename { renameSeat(from: "no-such-seat", to: "other-seat", why: "metrics test") { __typename } }');
-  expect(refused.errors ?? refused.data).toBeDefined();
+  expect(refused.errors).toBeUndefined();
+  expect(refused.data.renameSeat.__typename).toBe('NotFoundError');
 
   const text = await scrape();
   expect(sample(text, 'mesh_graphql_operations_total', { operation: 'SeatNames', type: 'query' })).toBe(3);
