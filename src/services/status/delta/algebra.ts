@@ -93,14 +93,33 @@ export interface DeltaIn<C extends Composed> {
   readonly handActsThisWeek: number | null;
 }
 
+/** The keyed lists of a composition. */
+export type KeyedList = 'machines' | 'seats' | 'plans' | 'repeatedCauses' | 'unheldSeats';
+
 /**
- * The keys of a composition's lists: machines and seats by name, plans by id, causes by cause, unheld
- * seats by themselves. (`nameOf` is a key getter; kernel/names.ts' `byName` is the comparator.)
+ * What keys each list's items: machines and seats by name, plans by id, causes by cause, unheld
+ * seats by themselves. The one place this pairing is written: every function over the lists
+ * (diff, apply, merge, replay) goes through `eachList`. (kernel/names.ts' `byName` is a comparator.)
  */
-export const nameOf = (item: { name: string }) => item.name;
-export const byId = (item: { id: string }) => item.id;
-export const byCause = (item: { cause: string }) => item.cause;
-export const itself = (item: string) => item;
+const LIST_KEYS: { readonly [L in KeyedList]: (item: never) => string } = {
+  machines: (machine: { name: string }) => machine.name,
+  seats: (seat: { name: string }) => seat.name,
+  plans: (plan: { id: string }) => plan.id,
+  repeatedCauses: (cause: { cause: string }) => cause.cause,
+  unheldSeats: (seat: string) => seat,
+};
+const KEYED_LISTS = Object.keys(LIST_KEYS) as KeyedList[];
+
+/**
+ * `{ machines: each('machines', its key), seats: …, … }`, one call per keyed list; `R` is the
+ * shape built (a delta's lists, a composition's). Inside `each` the items are unknown: the caller
+ * hands them to a function generic in its items (`diffList`, `applyListChanges`, …).
+ */
+export function eachList<R extends { [L in KeyedList]: unknown }>(each: (list: KeyedList, key: (item: unknown) => string) => unknown): R {
+  const lists = {} as { [L in KeyedList]: unknown };
+  for (const list of KEYED_LISTS) lists[list] = each(list, LIST_KEYS[list] as (item: unknown) => string);
+  return lists as R;
+}
 
 /** Whether two JSON values (plain objects, arrays, strings, numbers, booleans, null) are equal by value. */
 export function sameJson(a: unknown, b: unknown): boolean {
@@ -190,11 +209,7 @@ export function diffCompositions<C extends Composed>(a: C, b: C): Delta<C> {
     ...(b.heardUntil !== undefined && { heardUntil: b.heardUntil }),
     tookMs: b.tookMs,
     trigger: b.trigger,
-    machines: diffList(a.machines, b.machines, nameOf),
-    seats: diffList(a.seats, b.seats, nameOf),
-    plans: diffList(a.plans, b.plans, byId),
-    repeatedCauses: diffList(a.repeatedCauses, b.repeatedCauses, byCause),
-    unheldSeats: diffList(a.unheldSeats, b.unheldSeats, itself),
+    ...eachList<Pick<Delta<C>, KeyedList>>((list, key) => diffList<unknown>(a[list], b[list], key)),
     callsRunning: a.callsRunning === b.callsRunning ? null : b.callsRunning,
     handActsThisWeek: a.handActsThisWeek === b.handActsThisWeek ? null : b.handActsThisWeek,
   };
@@ -202,15 +217,7 @@ export function diffCompositions<C extends Composed>(a: C, b: C): Delta<C> {
 
 /** Whether a delta changes nothing but the composition's stamp (seq, composedAt, heardUntil, tookMs, trigger). */
 export function deltaIsEmpty(delta: DeltaIn<Composed>): boolean {
-  return (
-    isEmpty(delta.machines) &&
-    isEmpty(delta.seats) &&
-    isEmpty(delta.plans) &&
-    isEmpty(delta.repeatedCauses) &&
-    isEmpty(delta.unheldSeats) &&
-    delta.callsRunning === null &&
-    delta.handActsThisWeek === null
-  );
+  return KEYED_LISTS.every((list) => isEmpty(delta[list])) && delta.callsRunning === null && delta.handActsThisWeek === null;
 }
 
 /**
@@ -222,13 +229,9 @@ export function deltaIsEmpty(delta: DeltaIn<Composed>): boolean {
 export function applyDelta<C extends Composed>(a: C, delta: NoInfer<DeltaIn<C>>): C {
   if (a.seq !== delta.baseSeq) throw new Invalid(`the delta applies to composition ${delta.baseSeq}, not ${a.seq}`);
   return withStamp(a, delta, {
-    machines: applyListChanges(a.machines, delta.machines, nameOf),
-    seats: applyListChanges(a.seats, delta.seats, nameOf),
-    unheldSeats: applyListChanges(a.unheldSeats, delta.unheldSeats, itself),
+    ...eachList<Pick<C, KeyedList>>((list, key) => applyListChanges<unknown>(a[list], delta[list], key)),
     callsRunning: delta.callsRunning ?? a.callsRunning,
     handActsThisWeek: delta.handActsThisWeek ?? a.handActsThisWeek,
-    repeatedCauses: applyListChanges(a.repeatedCauses, delta.repeatedCauses, byCause),
-    plans: applyListChanges(a.plans, delta.plans, byId),
   });
 }
 

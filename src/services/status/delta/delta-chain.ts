@@ -1,15 +1,13 @@
 import { Invalid } from '../../../kernel/errors.js';
 import {
   applyListChanges,
-  byCause,
-  byId,
   type Composed,
   type Delta,
   type DeltaIn,
-  itself,
+  eachList,
+  type KeyedList,
   type ListChanges,
   type ListChangesIn,
-  nameOf,
   withStamp,
 } from './algebra.js';
 
@@ -68,30 +66,12 @@ export function mergeDeltas<C extends Composed>(chain: readonly NoInfer<DeltaIn<
     ...(last.heardUntil !== undefined && { heardUntil: last.heardUntil }),
     tookMs: last.tookMs,
     trigger: last.trigger,
-    machines: mergeLists(
-      chain.map((d) => d.machines),
-      target.machines,
-      nameOf,
-    ),
-    seats: mergeLists(
-      chain.map((d) => d.seats),
-      target.seats,
-      nameOf,
-    ),
-    plans: mergeLists(
-      chain.map((d) => d.plans),
-      target.plans,
-      byId,
-    ),
-    repeatedCauses: mergeLists(
-      chain.map((d) => d.repeatedCauses),
-      target.repeatedCauses,
-      byCause,
-    ),
-    unheldSeats: mergeLists(
-      chain.map((d) => d.unheldSeats),
-      target.unheldSeats,
-      itself,
+    ...eachList<Pick<Delta<C>, KeyedList>>((list, key) =>
+      mergeLists<unknown>(
+        chain.map((d) => d[list]),
+        target[list],
+        key,
+      ),
     ),
     callsRunning: lastCount((d) => d.callsRunning),
     handActsThisWeek: lastCount((d) => d.handActsThisWeek),
@@ -133,32 +113,14 @@ export function replayDeltas<C extends Composed>(base: C, chain: readonly NoInfe
   const last = chain[chain.length - 1];
   const count = (pick: (d: DeltaIn<C>) => number | null, from: number) => chain.reduce((n, d) => pick(d) ?? n, from);
   return withStamp(base, last, {
-    machines: replayList(
-      base.machines,
-      chain.map((d) => d.machines),
-      nameOf,
-    ),
-    seats: replayList(
-      base.seats,
-      chain.map((d) => d.seats),
-      nameOf,
-    ),
-    unheldSeats: replayList(
-      base.unheldSeats,
-      chain.map((d) => d.unheldSeats),
-      itself,
+    ...eachList<Pick<C, KeyedList>>((list, key) =>
+      replayList<unknown>(
+        base[list],
+        chain.map((d) => d[list]),
+        key,
+      ),
     ),
     callsRunning: count((d) => d.callsRunning, base.callsRunning),
     handActsThisWeek: count((d) => d.handActsThisWeek, base.handActsThisWeek),
-    repeatedCauses: replayList(
-      base.repeatedCauses,
-      chain.map((d) => d.repeatedCauses),
-      byCause,
-    ),
-    plans: replayList(
-      base.plans,
-      chain.map((d) => d.plans),
-      byId,
-    ),
   });
 }
