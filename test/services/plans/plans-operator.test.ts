@@ -1,31 +1,15 @@
-import type { Subscription } from '@nats-io/transport-node';
-import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
+import { beforeEach, expect, test } from 'vitest';
 import { recordHeartbeats } from '../../../src/services/machines/machines.js';
-import type { ApplyMessage } from '../../../src/services/plans/rollout.js';
-import { defineSeat } from '../../../src/services/seats/define.js';
 import { useGateway } from '../../fixtures/gateway.js';
-import { anAgent, eventually, wsSubscribe } from '../../fixtures/live.js';
+import { eventually, wsSubscribe } from '../../fixtures/live.js';
 import { HOLD_SEAT } from '../../fixtures/operations.js';
-import { everyApplyHeard } from '../../fixtures/plans.js';
+import { aSeatClaimedBy, useMachinesAgent } from '../../fixtures/plans.js';
 
 // Plans an operator can follow and finish: push refuses strangers, a plan says why it stopped
 // and what each machine answered, a stopped plan resumes, a queued plan opens when the one ahead is DONE.
 
 const { gw, env } = useGateway('plans_operator');
-let agent: Awaited<ReturnType<typeof anAgent>>;
-let applies: ApplyMessage[];
-let sub: Subscription;
-
-beforeAll(async () => {
-  agent = await anAgent();
-  applies = [];
-  sub = agent.nc.subscribe(`${env.subjects}.plan.*.apply`, { callback: (_err, msg) => void applies.push(msg.json<ApplyMessage>()) });
-  await agent.nc.flush();
-});
-afterAll(async () => {
-  sub?.unsubscribe();
-  await agent?.close();
-});
+const { applies, appliesOf, report, everyApplyHeard } = useMachinesAgent(gw, env);
 
 let n = 0;
 let seat: string;
@@ -34,20 +18,17 @@ beforeEach(async () => {
   n++;
   seat = `svc-${n}`;
   m = { a1: `oa1-${n}`, a2: `oa2-${n}`, b1: `ob1-${n}`, other: `oother-${n}` };
-  await defineSeat(gw.mesh.db, gw.mesh.catalogue, { name: seat, replicated: true });
   // a1, a2 in site a and b1 in site b run a module claiming the seat; `other` runs one that does not.
-  await recordHeartbeats(gw.mesh.db, [
-    { machine: m.a1, site: 'site-a', modules: ['svc'], claims: { svc: [seat] }, at: new Date() },
-    { machine: m.a2, site: 'site-a', modules: ['svc'], claims: { svc: [seat] }, at: new Date() },
-    { machine: m.b1, site: 'site-b', modules: ['svc'], claims: { svc: [seat] }, at: new Date() },
-    { machine: m.other, site: 'site-b', modules: ['elsewhere'], claims: { elsewhere: [] }, at: new Date() },
+  await aSeatClaimedBy(gw, seat, 'svc', [
+    { machine: m.a1, site: 'site-a' },
+    { machine: m.a2, site: 'site-a' },
+    { machine: m.b1, site: 'site-b' },
   ]);
+  await recordHeartbeats(gw.mesh.db, [{ machine: m.other, site: 'site-b', modules: ['elsewhere'], claims: { elsewhere: [] }, at: new Date() }]);
 });
 
 const PLAN = 'id state tier tiers stopReason endedAt applies { tier machine sentAt reportedAt ok detail }';
 const ERROR = '... on Error { __typename code message }';
-const appliesOf = (plan: string) => applies.filter((a) => a.plan === plan);
-const report = (machine: string, plan: string, build: string, ok: boolean, detail?: string) => agent.report(env.subjects, machine, { plan, build, ok, detail });
 
 async function mutate(field: string, args: string) {
   const r = await gw.gql(
@@ -203,7 +184,7 @@ test('resumePlan refuses a plan that is not STOPPED', async () => {
     message: `plan ${plan.id} is OPEN: only a STOPPED plan can be resumed`,
   });
   expect(await mutate('resumePlan', `id: "plan-none", why: "no such plan"`)).toMatchObject({ __typename: 'NotFoundError' });
-  await everyApplyHeard(gw, applies);
+  await everyApplyHeard();
   expect(appliesOf(plan.id)).toHaveLength(1);
 });
 
@@ -215,7 +196,7 @@ test('a plan queued behind another opens and rolls out when that one ends DONE, 
   );
   const behind = pushed.data.push.data;
   expect(behind).toMatchObject({ state: 'QUEUED', openedAt: null });
-  await everyApplyHeard(gw, applies);
+  await everyApplyHeard();
   expect(appliesOf(behind.id)).toEqual([]);
 
   report(m.a1, ahead.id, 'q-1', true);

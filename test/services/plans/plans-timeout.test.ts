@@ -1,39 +1,24 @@
-import type { Subscription } from '@nats-io/transport-node';
 import pino from 'pino';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import { MeshEvents } from '../../../src/services/events.js';
-import { recordHeartbeats } from '../../../src/services/machines/machines.js';
-import type { ApplyMessage } from '../../../src/services/plans/rollout.js';
 import { startApplyTimeouts } from '../../../src/services/plans/timeouts.js';
-import { defineSeat } from '../../../src/services/seats/define.js';
 import { useGateway } from '../../fixtures/gateway.js';
-import { anAgent, eventually } from '../../fixtures/live.js';
-import { everyApplyHeard } from '../../fixtures/plans.js';
+import { eventually } from '../../fixtures/live.js';
+import { aSeatClaimedBy, useMachinesAgent } from '../../fixtures/plans.js';
 import { freshStore } from '../../fixtures/services.js';
 
 // An apply that never reports fails after MESH_APPLY_TIMEOUT_S, here 1 s, and stops its plan.
 
 const TIMEOUT_S = 1;
 const { gw, env } = useGateway('plans_timeout', { env: () => ({ MESH_APPLY_TIMEOUT_S: String(TIMEOUT_S) }) });
-let agent: Awaited<ReturnType<typeof anAgent>>;
-let applies: ApplyMessage[];
-let sub: Subscription;
+const { applies, report, everyApplyHeard } = useMachinesAgent(gw, env);
 
 beforeAll(async () => {
-  agent = await anAgent();
-  applies = [];
-  sub = agent.nc.subscribe(`${env.subjects}.plan.*.apply`, { callback: (_err, msg) => void applies.push(msg.json<ApplyMessage>()) });
-  await agent.nc.flush();
-  await defineSeat(gw.mesh.db, gw.mesh.catalogue, { name: 'svc', replicated: true });
-  await recordHeartbeats(gw.mesh.db, [
-    { machine: 't-a1', site: 'site-a', modules: ['svc'], claims: { svc: ['svc'] }, at: new Date() },
-    { machine: 't-b1', site: 'site-b', modules: ['svc'], claims: { svc: ['svc'] }, at: new Date() },
+  await aSeatClaimedBy(gw, 'svc', 'svc', [
+    { machine: 't-a1', site: 'site-a' },
+    { machine: 't-b1', site: 'site-b' },
   ]);
   await eventually(() => gw.mesh.leases.isServing(), 'the gateway serving');
-});
-afterAll(async () => {
-  sub?.unsubscribe();
-  await agent?.close();
 });
 
 const PLAN = 'id state stopReason applies { tier machine reportedAt ok detail }';
@@ -58,9 +43,9 @@ test('an apply without a report past MESH_APPLY_TIMEOUT_S counts as failed and s
 
   // A report arriving after the time-out changes nothing: the apply stays failed, tier 1 is never sent.
   const ingested = gw.news.stats.ingested;
-  agent.report(env.subjects, 't-a1', { plan: id, build: 't-1', ok: true });
+  report('t-a1', id, 't-1', true);
   await eventually(() => gw.news.stats.ingested > ingested, 'the late report written');
-  await everyApplyHeard(gw, applies);
+  await everyApplyHeard();
   const { data } = await gw.gql(`{ plans { ${PLAN} } }`);
   expect(data.plans.find((p: { id: string }) => p.id === id)).toEqual(stopped);
   expect(applies.filter((a) => a.plan === id).map((a) => a.tier)).toEqual([0]);

@@ -1,28 +1,11 @@
-import type { Subscription } from '@nats-io/transport-node';
-import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
-import { recordHeartbeats } from '../../../src/services/machines/machines.js';
+import { beforeEach, expect, test } from 'vitest';
 import { closePlan, push } from '../../../src/services/plans/plans.js';
-import type { ApplyMessage } from '../../../src/services/plans/rollout.js';
-import { defineSeat } from '../../../src/services/seats/define.js';
 import { useGateway } from '../../fixtures/gateway.js';
-import { anAgent, eventually } from '../../fixtures/live.js';
-import { everyApplyHeard } from '../../fixtures/plans.js';
+import { eventually } from '../../fixtures/live.js';
+import { aSeatClaimedBy, useMachinesAgent } from '../../fixtures/plans.js';
 
 const { gw, env } = useGateway('rollout');
-let agent: Awaited<ReturnType<typeof anAgent>>;
-let applies: ApplyMessage[];
-let sub: Subscription;
-
-beforeAll(async () => {
-  agent = await anAgent();
-  applies = [];
-  sub = agent.nc.subscribe(`${env.subjects}.plan.*.apply`, { callback: (_err, msg) => void applies.push(msg.json<ApplyMessage>()) });
-  await agent.nc.flush();
-});
-afterAll(async () => {
-  sub?.unsubscribe();
-  await agent?.close();
-});
+const { appliesOf, report, everyApplyHeard } = useMachinesAgent(gw, env);
 
 let n = 0;
 let seat: string;
@@ -31,25 +14,22 @@ beforeEach(async () => {
   n++;
   seat = `web-${n}`;
   machines = { a1: `a1-${n}`, a2: `a2-${n}`, b1: `b1-${n}` };
-  await defineSeat(gw.mesh.db, gw.mesh.catalogue, { name: seat, replicated: true });
   // Two machines in site a, one in site b, each running a module that claims the seat.
-  await recordHeartbeats(gw.mesh.db, [
-    { machine: machines.a1, site: 'site-a', modules: ['web'], claims: { web: [seat] }, at: new Date() },
-    { machine: machines.a2, site: 'site-a', modules: ['web'], claims: { web: [seat] }, at: new Date() },
-    { machine: machines.b1, site: 'site-b', modules: ['web'], claims: { web: [seat] }, at: new Date() },
+  await aSeatClaimedBy(gw, seat, 'web', [
+    { machine: machines.a1, site: 'site-a' },
+    { machine: machines.a2, site: 'site-a' },
+    { machine: machines.b1, site: 'site-b' },
   ]);
 });
 
 const planRow = (id: string) => gw.mesh.db.selectFrom('plan').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const durations = (kind: 'apply' | 'plan_tier', plan: string) =>
   gw.mesh.db.selectFrom('duration').select(['subject', 'seconds']).where('kind', '=', kind).where('subject', 'like', `${plan}/%`).orderBy('subject').execute();
-const appliesOf = (plan: string) => applies.filter((a) => a.plan === plan);
-const report = (machine: string, plan: string, build: string, ok: boolean, detail?: string) => agent.report(env.subjects, machine, { plan, build, ok, detail });
 
 /** Waits until the gateway has written `count` news since `ingestedBefore`, then until every apply it published since is heard. */
 async function everyApplyHeardAfter(ingestedBefore: number, count: number): Promise<void> {
   await eventually(() => gw.news.stats.ingested >= ingestedBefore + count, `${count} reports written`);
-  await everyApplyHeard(gw, applies);
+  await everyApplyHeard();
 }
 
 test('a plan rolls out tier by tier: each tier applied once the one before reported ok, then DONE, with apply and tier durations', async () => {
@@ -135,7 +115,7 @@ test('a plan queued behind another is applied when that one closes', async () =>
   await eventually(() => appliesOf(ahead.id)[0], 'the plan ahead applied');
   const behind = await push(gw.mesh, { seat, build: 'build-11', behind: ahead.id, tiers: [[machines.b1], [machines.a1]] });
   expect(behind.state).toBe('QUEUED');
-  await everyApplyHeard(gw, applies);
+  await everyApplyHeard();
   expect(appliesOf(behind.id)).toEqual([]);
   await closePlan(gw.mesh, ahead.id);
   const first = await eventually(() => appliesOf(behind.id)[0], 'the queued plan applied');
