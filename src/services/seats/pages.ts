@@ -76,7 +76,7 @@ const AFTER_EVERY_NAME = '\u{10FFFF}';
 interface KeyRange {
   after?: readonly string[];
   before?: readonly string[];
-  limit?: number;
+  limit: number;
   inverted?: boolean;
 }
 
@@ -86,9 +86,9 @@ interface KeyRange {
  * range's ends bound the seat named in the cursor only, and are index conditions, so a page from
  * the middle of a seat claimed 100,000 times starts where the cursor points.
  */
-function claimantsOf(range: KeyRange, limit: number) {
+function claimantsOf(range: KeyRange) {
+  const { after, before, limit } = range;
   const way = sql.raw(range.inverted ? 'desc' : 'asc');
-  const { after, before } = range;
   const within = (claim: RawBuilder<unknown>) => sql`ac.claim = ${claim}
       ${after ? sql`and (ac.machine collate "C", ac.module collate "C") > (case when s.name = ${after[0]} then ${after[1]} else '' end, case when s.name = ${after[0]} then ${after[2]} else '' end)` : sql``}
       ${before ? sql`and (ac.machine collate "C", ac.module collate "C") < (case when s.name = ${before[0]} then ${before[1]} else ${AFTER_EVERY_NAME} end, case when s.name = ${before[0]} then ${before[2]} else ${AFTER_EVERY_NAME} end)` : sql``}`;
@@ -104,8 +104,8 @@ function claimantsOf(range: KeyRange, limit: number) {
 
 /**
  * The holdings asked, recorded and derived, as one statement's FROM (columns seat, scope, machine,
- * module, site, since, derived). With a limit, each branch is read in key order from indexes and
- * stops at the page: the recorded by `seat_holding_key_c`; the derived seat by seat from the seats
+ * module, site, since, derived), each branch read in key order from indexes and stopping at the
+ * page: the recorded by `seat_holding_key_c`; the derived seat by seat from the seats
  * with nothing on record (`seat_unrecorded_name_c`), each seat's claimants by `claimantsOf`. Of the
  * machines named, the derived are read from those machines' claims instead. The same holdings as
  * `listHoldings` (a test holds them equal).
@@ -122,9 +122,7 @@ function keyedRows(filter: HoldingFilter, range: KeyRange) {
   };
   const way = sql.raw(range.inverted ? 'desc' : 'asc');
   const order = (seat: string, machine: string, module: string) =>
-    range.limit === undefined
-      ? sql``
-      : sql`order by ${sql.raw(seat)} collate "C" ${way}, ${sql.raw(machine)} collate "C" ${way}, ${sql.raw(module)} collate "C" ${way} limit ${range.limit}`;
+    sql`order by ${sql.raw(seat)} collate "C" ${way}, ${sql.raw(machine)} collate "C" ${way}, ${sql.raw(module)} collate "C" ${way} limit ${range.limit}`;
   const recorded = sql`
     (select h.seat, h.scope, h.machine, h.module, m.site, h.since, false as derived
        from seat_holding h join machine m on m.name = h.machine
@@ -132,9 +130,8 @@ function keyedRows(filter: HoldingFilter, range: KeyRange) {
             ${bounds('h.seat', 'h.machine', 'h.module')}
       ${order('h.seat', 'h.machine', 'h.module')})`;
   // A module claiming a seat by two of its names is one holder (`distinct`).
-  const derived =
-    machines || range.limit === undefined
-      ? sql`
+  const derived = machines
+    ? sql`
     (select * from (select distinct s.name as seat, s.scope, a.machine, a.module, m.site, a.since, true as derived
        from assignment_claim ac
        join (select name as key, name as seat from seat union all select alias, seat from seat_alias) k on k.key = ac.claim
@@ -145,10 +142,10 @@ function keyedRows(filter: HoldingFilter, range: KeyRange) {
             ${seats ? sql`and s.name = any(${[...seats]}::text[])` : sql``} ${machines ? sql`and ac.machine = any(${[...machines]}::text[])` : sql``}
             ${bounds('s.name', 'a.machine', 'a.module')}) d
       ${order('d.seat', 'd.machine', 'd.module')})`
-      : sql`
+    : sql`
     (select s.name as seat, s.scope, c.machine, c.module, m.site, a.since, true as derived
        from seat s
-       cross join lateral ${claimantsOf(range, range.limit)} c
+       cross join lateral ${claimantsOf(range)} c
        join assignment a on a.machine = c.machine and a.module = c.module
        join machine m on m.name = a.machine
       where not s.held_on_record
