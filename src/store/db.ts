@@ -9,6 +9,17 @@ import type { DB } from './tables.js';
 
 export type Store = Kysely<DB>;
 
+/**
+ * How long PostgreSQL lets a gateway's transaction wait on the gateway between two statements
+ * before it ends the session. Every transaction here is statements only (milliseconds); one left
+ * waiting is a replica frozen (SIGSTOP, a suspended VM) in the middle of it, whose row locks would
+ * hold every other replica's heartbeat writes, and with them the news watermark, for as long as
+ * it stays frozen: a stopped machine is then shown LATE or SILENT that much late (test/mesh/bad-day.test.ts).
+ * Ended, its locks go, its news is delivered again to another replica (NEWS_ACK_WAIT_MS), and the
+ * frozen replica, once it goes on, finds its transaction failed and nothing written.
+ */
+export const STORE_IDLE_IN_TRANSACTION_MS = 5_000;
+
 export interface StoreOptions {
   /** PostgreSQL through `pg`; unset: embedded PGlite in `<dataDir>/pg`. */
   databaseUrl: string | undefined;
@@ -58,8 +69,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   };
   if (options.databaseUrl) {
     // JIT off: the holdings query's estimates (a JSON array per assignment) make Postgres spend far
-    // longer compiling it (~0.5 s) than running it, on every composition.
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10, options: '-c jit=off' });
+    // longer compiling it (~0.5 s) than running it, on every composition. A transaction left idle
+    // past STORE_IDLE_IN_TRANSACTION_MS is ended by PostgreSQL.
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: 10,
+      options: `-c jit=off -c idle_in_transaction_session_timeout=${STORE_IDLE_IN_TRANSACTION_MS}`,
+    });
     pool.on('error', (error) => options.onConnectionError?.(error));
     // A connection checked out (between two statements of a transaction) has no pool listener: its
     // failure would be unhandled too. The statement that next uses it fails and says so instead.

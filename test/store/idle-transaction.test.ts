@@ -1,0 +1,30 @@
+import { expect, test } from 'vitest';
+import { STORE_IDLE_IN_TRANSACTION_MS } from '../../src/store/db.js';
+import { freshStore } from '../fixtures/services.js';
+
+// A replica frozen in the middle of a transaction (SIGSTOP, a suspended VM) must not hold the
+// rows it locked, and with them every other replica's heartbeat writes, for as long as it stays
+// frozen: PostgreSQL ends its session once the transaction has waited STORE_IDLE_IN_TRANSACTION_MS.
+test('a transaction left waiting between statements is ended by PostgreSQL, its row locks with it, and it fails when it goes on', async () => {
+  const store = await freshStore('idle_transaction');
+  try {
+    await store.db.insertInto('machine').values({ name: 'locked-1' }).execute();
+    let woke = false;
+    const frozen = store.db.transaction().execute(async (tx) => {
+      await tx.selectFrom('machine').select('name').where('name', '=', 'locked-1').forUpdate().execute();
+      // Frozen: nothing sent to PostgreSQL for longer than it allows.
+      await new Promise((resolve) => setTimeout(resolve, STORE_IDLE_IN_TRANSACTION_MS + 3_000));
+      woke = true;
+      await tx.updateTable('machine').set({ heartbeats: 99 }).where('name', '=', 'locked-1').execute();
+    });
+    frozen.catch(() => undefined);
+    // Another writer waits on the lock, and gets it once the frozen session is ended, before the frozen one wakes.
+    await store.db.updateTable('machine').set({ heartbeats: 1 }).where('name', '=', 'locked-1').execute();
+    expect(woke).toBe(false);
+    await expect(frozen).rejects.toThrow(/connection|idle-in-transaction|terminat/i);
+    const row = await store.db.selectFrom('machine').select('heartbeats').where('name', '=', 'locked-1').executeTakeFirstOrThrow();
+    expect(Number(row.heartbeats)).toBe(1);
+  } finally {
+    await store.close();
+  }
+}, 30_000);
