@@ -1,26 +1,32 @@
-// Runs the npm scripts named on the command line at once and prints each one's output, whole, as it
-// ends; exits 1 when any failed. `npm test` runs its checks this way: each is mostly one core's
-// work (tsc, knip, dependency-cruiser), so two cores finish them in about half the time.
+// Runs the npm scripts named on the command line at once and exits 1 when any failed. Each one's
+// output is printed whole as it ends, but for the one named after `--live`, whose output goes
+// straight through as it comes (vitest's progress). `npm test` runs its checks beside the tests
+// this way: each check is mostly one core's work (tsc, knip, dependency-cruiser), and most test
+// files wait rather than compute, so two cores finish both in less time than one after the other.
 import { spawn } from 'node:child_process';
 
-const names = process.argv.slice(2);
+const args = process.argv.slice(2);
+const liveAt = args.indexOf('--live');
+const live = liveAt === -1 ? undefined : args[liveAt + 1];
+const names = args.filter((_, i) => i !== liveAt && i !== liveAt + 1);
+if (live) names.push(live);
 const npm = process.env.npm_execpath;
-const runs = names.map(
-  (name) =>
-    new Promise((resolve) => {
-      const started = Date.now();
-      const child = npm
-        ? spawn(process.execPath, [npm, 'run', '--silent', name], { stdio: ['ignore', 'pipe', 'pipe'] })
-        : spawn('npm', ['run', '--silent', name], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let output = '';
-      child.stdout.on('data', (chunk) => (output += chunk));
-      child.stderr.on('data', (chunk) => (output += chunk));
-      child.on('close', (code) => {
-        const seconds = ((Date.now() - started) / 1000).toFixed(1);
-        process.stdout.write(`${code === 0 ? '✓' : '✗'} ${name} (${seconds} s)\n${output.trim() ? `${output.trimEnd()}\n` : ''}`);
-        resolve(code === 0);
-      });
-    }),
-);
-const passed = await Promise.all(runs);
+
+function run(name) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const stdio = name === live ? ['ignore', 'inherit', 'inherit'] : ['ignore', 'pipe', 'pipe'];
+    const child = npm ? spawn(process.execPath, [npm, 'run', '--silent', name], { stdio }) : spawn('npm', ['run', '--silent', name], { stdio });
+    let output = '';
+    child.stdout?.on('data', (chunk) => (output += chunk));
+    child.stderr?.on('data', (chunk) => (output += chunk));
+    child.on('close', (code) => {
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      process.stdout.write(`${code === 0 ? '✓' : '✗'} ${name} (${seconds} s)\n${output.trim() ? `${output.trimEnd()}\n` : ''}`);
+      resolve(code === 0);
+    });
+  });
+}
+
+const passed = await Promise.all(names.map(run));
 process.exit(passed.every(Boolean) ? 0 : 1);
