@@ -96,10 +96,10 @@ describe('operations too large or deep for one request', () => {
     const deep = `{ ${levels.join(' { ')} { name ${' }'.repeat(levels.length)} }`;
     // Defining 'kept' left a hand-act, which asked for a composition: let it land before statements are counted.
     await expect.poll(async () => (await gw.gql('{ status { handActsThisWeek } }')).data?.status?.handActsThisWeek, { timeout: 10_000 }).toBe(1);
-    gw.statements.reset();
-    const { errors } = await gw.gql(deep);
-    expect(errors?.[0]?.message).toMatch(/depth/i);
-    expect(gw.statements.count).toBe(0);
+    const { count, result } = await gw.statementsOf(() => gw.gql(deep));
+    expect(result.errors?.[0]?.message).toMatch(/depth/i);
+    expect(result.data).toBeUndefined();
+    expect(count).toBe(0);
   });
 
   test('a query of twenty thousand aliases is refused and the gateway goes on answering', async () => {

@@ -22,10 +22,9 @@ async function growMesh(from: number, to: number) {
 }
 
 async function statementsFor(query: string): Promise<{ count: number; holders: number }> {
-  gw.statements.reset();
-  const { data, errors } = await gw.gql(query);
-  expect(errors).toBeUndefined();
-  return { count: gw.statements.count, holders: data.seats.flatMap((s: { holders: unknown[] }) => s.holders).length };
+  const { count, result } = await gw.statementsOf(() => gw.gql(query));
+  expect(result.errors).toBeUndefined();
+  return { count, holders: result.data.seats.flatMap((s: { holders: unknown[] }) => s.holders).length };
 }
 
 test('nested reads of seats, holders, machines and their holdings run a fixed number of SQL statements', async () => {
@@ -40,12 +39,11 @@ test('nested reads of seats, holders, machines and their holdings run a fixed nu
 
 test("a nested read of holders' machines by name and site is answered by the holdings without reading machines, and a wider selection still gets every field", async () => {
   await growMesh(60, 65);
-  gw.statements.reset();
-  const brief = await gw.gql('{ seats { name holders { module machine { name site } } } }');
+  const { count, sql, result: brief } = await gw.statementsOf(() => gw.gql('{ seats { name holders { module machine { name site } } } }'));
   expect(brief.errors).toBeUndefined();
   // The seats, then their holdings (which join each machine for its site): two statements.
-  expect(gw.statements.sql.filter((s) => /from "machine" as "m"/.test(s))).toEqual([]);
-  expect(gw.statements.count).toBe(2);
+  expect(sql.filter((s) => /from "machine" as "m"/.test(s))).toEqual([]);
+  expect(count).toBe(2);
   const held = brief.data.seats.find((s: { name: string }) => s.name === 's61').holders;
   expect(held).toEqual([{ module: 'broker', machine: { name: 'm61', site: 'site-1' } }]);
 

@@ -18,10 +18,9 @@ beforeAll(async () => {
 });
 
 async function answer(query: string) {
-  gw.statements.reset();
-  const { data, errors } = await gw.gql(query);
-  expect(errors).toBeUndefined();
-  return { data, statements: gw.statements.count };
+  const { count, result } = await gw.statementsOf(() => gw.gql(query));
+  expect(result.errors).toBeUndefined();
+  return { data: result.data, statements: count };
 }
 
 // The look-ahead reads the next level early only for fields it sees directly; through fragments the
