@@ -50,30 +50,27 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await sql`alter table seat add column held_on_record boolean not null default false`.execute(db);
   // Recounted from seat_holding rather than counted up and down, so a seat's rename (which moves
-  // its holdings by cascade after the seat row has moved) leaves it right.
+  // its holdings by cascade after the seat row has moved) leaves it right. An update can move a
+  // holding between seats: both ends are recounted.
   await sql`
     create function seat_held_on_record_follow() returns trigger language plpgsql as $$
+    declare touched text[];
     begin
+      if tg_op = 'INSERT' then touched := array(select seat from new_rows);
+      elsif tg_op = 'DELETE' then touched := array(select seat from old_rows);
+      else touched := array(select seat from old_rows union select seat from new_rows);
+      end if;
       update seat s set held_on_record = exists (select 1 from seat_holding h where h.seat = s.name)
-       where s.name in (select seat from touched_rows)
+       where s.name = any(touched)
          and s.held_on_record is distinct from exists (select 1 from seat_holding h where h.seat = s.name);
       return null;
     end $$`.execute(db);
-  await sql`create trigger seat_holding_inserted after insert on seat_holding referencing new table as touched_rows
+  await sql`create trigger seat_holding_inserted after insert on seat_holding referencing new table as new_rows
             for each statement execute function seat_held_on_record_follow()`.execute(db);
-  await sql`create trigger seat_holding_deleted after delete on seat_holding referencing old table as touched_rows
+  await sql`create trigger seat_holding_deleted after delete on seat_holding referencing old table as old_rows
             for each statement execute function seat_held_on_record_follow()`.execute(db);
-  // An update can move a holding between seats: both ends are recounted.
-  await sql`
-    create function seat_held_on_record_moved() returns trigger language plpgsql as $$
-    begin
-      update seat s set held_on_record = exists (select 1 from seat_holding h where h.seat = s.name)
-       where s.name in (select seat from old_rows union select seat from new_rows)
-         and s.held_on_record is distinct from exists (select 1 from seat_holding h where h.seat = s.name);
-      return null;
-    end $$`.execute(db);
   await sql`create trigger seat_holding_updated after update on seat_holding referencing old table as old_rows new table as new_rows
-            for each statement execute function seat_held_on_record_moved()`.execute(db);
+            for each statement execute function seat_held_on_record_follow()`.execute(db);
   await sql`update seat s set held_on_record = true where exists (select 1 from seat_holding h where h.seat = s.name)`.execute(db);
   await sql`create index seat_unrecorded_name_c on seat (name collate "C") where not held_on_record`.execute(db);
 }
@@ -83,7 +80,7 @@ export async function down(db: Kysely<any>): Promise<void> {
   await sql`drop index if exists seat_unrecorded_name_c`.execute(db);
   for (const trigger of ['seat_holding_inserted', 'seat_holding_deleted', 'seat_holding_updated'])
     await sql`drop trigger if exists ${sql.id(trigger)} on seat_holding`.execute(db);
-  await sql`drop function if exists seat_held_on_record_follow(), seat_held_on_record_moved()`.execute(db);
+  await sql`drop function if exists seat_held_on_record_follow()`.execute(db);
   await sql`alter table seat drop column if exists held_on_record`.execute(db);
   for (const trigger of ['assignment_claims_inserted', 'assignment_claims_updated', 'assignment_claims_deleted'])
     await sql`drop trigger if exists ${sql.id(trigger)} on assignment`.execute(db);
