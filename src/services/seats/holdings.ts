@@ -5,7 +5,7 @@ import { freeText } from '../../kernel/values.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
 import { SEAT_SCOPE_MAX } from './define.js';
-import { type Db, lockSeat, type Seat, seatByName } from './seats.js';
+import { type Db, lockSeat, SEAT_NAMES, type Seat, seatByName } from './seats.js';
 
 export interface Holding {
   seat: string;
@@ -51,7 +51,7 @@ export async function listHoldings(db: Db, filter: HoldingFilter = {}): Promise<
           from assignment a
           join machine m on m.name = a.machine
           cross join lateral jsonb_array_elements_text(a.claims) as c(claim)
-          join (select name as key, name as seat from seat union all select alias, seat from seat_alias) k on k.key = c.claim
+          join ${SEAT_NAMES} k on k.key = c.claim
           join seat s on s.name = k.seat
          where a.running
            and not exists (select 1 from seat_holding r where r.seat = k.seat)

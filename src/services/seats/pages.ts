@@ -3,7 +3,7 @@ import { checkName, prefixEnd } from '../../kernel/names.js';
 import { keyCursor, keyPageOf, type PageRequest } from '../../kernel/pages.js';
 import type { Catalogue } from './catalogue.js';
 import type { Holding, HoldingFilter } from './holdings.js';
-import { type Db, type Seat, seatQuery, toSeat } from './seats.js';
+import { type Db, SEAT_NAMES, type Seat, seatQuery, toSeat } from './seats.js';
 
 export interface SeatPageFilter {
   /** Only seats whose canonical name starts with this (itself a name by the one rule). */
@@ -134,12 +134,12 @@ function keyedRows(filter: HoldingFilter, range: KeyRange) {
     ? sql`
     (select * from (select distinct s.name as seat, s.scope, a.machine, a.module, m.site, a.since, true as derived
        from assignment_claim ac
-       join (select name as key, name as seat from seat union all select alias, seat from seat_alias) k on k.key = ac.claim
+       join ${SEAT_NAMES} k on k.key = ac.claim
        join seat s on s.name = k.seat
        join assignment a on a.machine = ac.machine and a.module = ac.module
        join machine m on m.name = a.machine
       where not s.held_on_record
-            ${seats ? sql`and s.name = any(${[...seats]}::text[])` : sql``} ${machines ? sql`and ac.machine = any(${[...machines]}::text[])` : sql``}
+            ${seats ? sql`and s.name = any(${[...seats]}::text[])` : sql``} and ac.machine = any(${[...machines]}::text[])
             ${bounds('s.name', 'a.machine', 'a.module')}) d
       ${order('d.seat', 'd.machine', 'd.module')})`
     : sql`

@@ -138,3 +138,6 @@ export async function lockSeat(tx: Transaction<DB>, name: string): Promise<strin
 
 /** A protocol list as the seat row keeps it: JSON text. */
 export const json = (value: unknown): string => JSON.stringify(value);
+
+/** Every name a seat goes by, its own and each alias, as rows (key, seat): what a module's claim is matched against. */
+export const SEAT_NAMES = sql`(select name as key, name as seat from seat union all select alias, seat from seat_alias)`;
