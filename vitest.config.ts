@@ -70,7 +70,8 @@ export default defineConfig({
   test: {
     // Builds the dashboard (dist/dashboard) when its sources are newer than the build: the gateway
     // serves it at `/`; and meshctl into one file (dist/test/meshctl.mjs) that the CLI tests run.
-    globalSetup: ['test/build-dashboard.ts', 'test/build-meshctl.ts', 'test/build-gateway.ts'],
+    // And keeps one stream on the shared NATS server for the run (test/keep-jetstream-store.ts).
+    globalSetup: ['test/build-dashboard.ts', 'test/build-meshctl.ts', 'test/build-gateway.ts', 'test/keep-jetstream-store.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
