@@ -24,6 +24,13 @@ export function isLeaderless(error: unknown): boolean {
   );
 }
 
+/** JetStream's "wrong last sequence": a write expecting the last message (of its stream, or of its key) to be one it knew found another's. */
+const WRONG_LAST_SEQUENCE = 10071;
+export const isWrongLastSequence = (error: unknown): boolean =>
+  (error as { api_error?: { err_code?: number } })?.api_error?.err_code === WRONG_LAST_SEQUENCE ||
+  (error as { code?: unknown })?.code === WRONG_LAST_SEQUENCE ||
+  /wrong last sequence/i.test(String((error as Error)?.message ?? error));
+
 /**
  * Runs `write`, and again while it fails for want of a stream leader (isLeaderless), for up to
  * KV_WRITE_RETRY_MS; then throws the last error. `write` gets the try's number (0 first), so a

@@ -1,6 +1,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { isWrongLastSequence } from '../../../bus/retry.js';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
 import type { ComposeTrigger } from '../composing/poke.js';
 import type { Composition, MachineStatus } from '../composition.js';
@@ -62,13 +63,6 @@ export class ServingFenced extends Error {
     this.name = 'ServingFenced';
   }
 }
-
-/** JetStream's "wrong last sequence": a put expecting the stream's last message to be its own found another's. */
-const WRONG_LAST_SEQUENCE = 10071;
-const isWrongLastSequence = (error: unknown): boolean =>
-  (error as { api_error?: { err_code?: number } })?.api_error?.err_code === WRONG_LAST_SEQUENCE ||
-  (error as { code?: unknown })?.code === WRONG_LAST_SEQUENCE ||
-  /wrong last sequence/i.test(String((error as Error)?.message ?? error));
 
 /** What the publisher needs of the status stream and of this replica's feed. */
 export interface StatusPublisherLink {
