@@ -20,6 +20,7 @@ import {
   markRecorded,
   type NewCall,
   refuseCall,
+  type StartedCall,
   startCall,
 } from './records.js';
 
@@ -163,7 +164,8 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
     markRecorded(error, (await refuseCall(mesh, record, callErrorOf(error))).id);
     throw error;
   }
-  const call = await startCall(mesh, { ...record, args });
+  const started = await startCall(mesh, { ...record, args });
+  const { call } = started;
   const h = headers();
   h.set(CALLER_HEADER, call.caller);
   h.set(OUTER_CALL_HEADER, call.id);
@@ -190,8 +192,8 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
       }
     }
   }
-  if (text === undefined) return failCall(mesh, call, requestError(failure, timeout));
-  return recordAnswer(mesh, call, text);
+  if (text === undefined) return failCall(mesh, started, requestError(failure, timeout));
+  return recordAnswer(mesh, started, text);
 }
 
 const isNoResponders = (error: unknown): boolean =>
@@ -207,19 +209,19 @@ function requestError(error: unknown, timeout: number) {
 }
 
 /** Reads a seat's answer by the wire contract: `{"ok":true,"answer":…}` or `{"ok":false,"error":{…}}`. */
-async function recordAnswer(mesh: CallsMesh, call: Call, text: string): Promise<Call> {
+async function recordAnswer(mesh: CallsMesh, started: StartedCall, text: string): Promise<Call> {
   let reply: unknown;
   try {
     reply = JSON.parse(text);
   } catch {
-    return failCall(mesh, call, { code: 'BAD_ANSWER', message: 'the seat answered with something that is not JSON' }, JSON.stringify(text));
+    return failCall(mesh, started, { code: 'BAD_ANSWER', message: 'the seat answered with something that is not JSON' }, JSON.stringify(text));
   }
   const body = reply as { ok?: unknown; answer?: unknown; error?: { code?: unknown; message?: unknown } };
-  if (body && typeof body === 'object' && body.ok === true) return finishCallWithText(mesh, call, JSON.stringify(body.answer ?? null));
+  if (body && typeof body === 'object' && body.ok === true) return finishCallWithText(mesh, started, JSON.stringify(body.answer ?? null));
   if (body && typeof body === 'object' && body.ok === false) {
     const code = typeof body.error?.code === 'string' ? body.error.code.slice(0, 100) : 'FAILED';
     const message = typeof body.error?.message === 'string' ? body.error.message.slice(0, 4000) : 'the seat answered ok: false';
-    return failCall(mesh, call, { code, message });
+    return failCall(mesh, started, { code, message });
   }
-  return failCall(mesh, call, { code: 'BAD_ANSWER', message: 'the seat answered without {"ok":…}' }, text);
+  return failCall(mesh, started, { code: 'BAD_ANSWER', message: 'the seat answered without {"ok":…}' }, text);
 }

@@ -3,7 +3,7 @@ import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
 import { type Buckets, CALLS_KEPT, CALLS_KEPT_FOR_MS } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
-import { retryLeaderless } from '../../bus/retry.js';
+import { isWrongLastSequence, retryLeaderless } from '../../bus/retry.js';
 import { DomainError, Invalid, isStoreUnavailable, NotFound, STORE_UNAVAILABLE_MESSAGE } from '../../kernel/errors.js';
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { LiveQueue } from '../../kernel/live-queue.js';
@@ -98,9 +98,28 @@ function decodeCall(entry: KvEntry): Call | undefined {
 
 const summary = ({ args: _args, answer: _answer, ...rest }: Call): CallSummary => rest;
 
-/** Starts this replica's view of the calls bucket, mirroring its limits. */
-export function startCallView(buckets: Buckets, jsm: JetStreamManager, logger?: Logger): Promise<KvView<CallSummary>> {
-  return KvView.start(buckets.calls, buckets.names.calls, jsm, {
+/**
+ * How long a replica watches a call it ended for a sweep's ABANDONED landing after the end: on a
+ * NATS 2.9 cluster a sweep's compare-and-set checked before the end was applied lands just after it
+ * (writeEnd). A minute is far past any write in flight.
+ */
+const CALL_END_WATCHED_MS = 60_000;
+/** At most this many ended calls are watched at once; the oldest are let go first. */
+const CALL_ENDS_WATCHED_MAX = 10_000;
+
+/** An end this replica wrote, the revision it landed at, and until when it is watched. */
+interface WatchedEnd {
+  body: string;
+  revision: number;
+  until: number;
+}
+
+/** Each replica's ends being watched, by its calls view (one a replica): the view's watch sees each write land, in order. */
+const watchedEnds = new WeakMap<KvView<CallSummary>, { ends: Map<string, WatchedEnd>; rewrite: (id: string, body: string) => void }>();
+
+/** Starts this replica's view of the calls bucket, mirroring its limits, and its watch over the ends it writes. */
+export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, jsm: JetStreamManager, logger?: Logger): Promise<KvView<CallSummary>> {
+  const view = await KvView.start(buckets.calls, buckets.names.calls, jsm, {
     decode: (entry) => {
       const call = decodeCall(entry);
       return call && summary(call);
@@ -108,12 +127,47 @@ export function startCallView(buckets: Buckets, jsm: JetStreamManager, logger?: 
     limits: { maxEntries: CALLS_KEPT, maxAgeMs: CALLS_KEPT_FOR_MS },
     logger,
   });
+  const ends = new Map<string, WatchedEnd>();
+  const rewrite = (id: string, body: string) => {
+    logger?.warn({ callId: id }, 'another replica marked a call ABANDONED after it ended here: its end is written again');
+    retryLeaderless(() => buckets.calls.put(id, body), `call ${id}`).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
+  };
+  watchedEnds.set(view, { ends, rewrite });
+  view.onEntry((entry) => {
+    const end = ends.get(entry.key);
+    if (!end || entry.revision <= end.revision) return;
+    ends.delete(entry.key);
+    if (entry.operation === 'PUT' && decodeCall(entry)?.state === 'ABANDONED') rewrite(entry.key, end.body);
+  });
+  return view;
+}
+
+/** Watches an end just written (see CALL_END_WATCHED_MS); one the view already shows overwritten is written again now. */
+function watchEnd(mesh: CallsMesh, id: string, body: string, revision: number): void {
+  const watch = watchedEnds.get(mesh.views.calls);
+  if (!watch) return;
+  const now = Date.now();
+  for (const [key, end] of watch.ends) {
+    if (end.until > now && watch.ends.size < CALL_ENDS_WATCHED_MAX) break;
+    watch.ends.delete(key);
+  }
+  const seen = mesh.views.calls.get(id);
+  if (seen && seen.revision > revision) {
+    if (seen.value.state === 'ABANDONED') watch.rewrite(id, body);
+    return;
+  }
+  watch.ends.set(id, { body, revision, until: now + CALL_END_WATCHED_MS });
 }
 
 /** Puts the call under its id, retried while the bucket's stream elects a leader (a put of the same record twice is harmless). */
 async function write(mesh: CallsMesh, call: Call): Promise<Call> {
   const body = JSON.stringify(call);
   const revision = await retryLeaderless(() => mesh.buckets.calls.put(call.id, body), `call ${call.id}`);
+  return applyWritten(mesh, call, revision);
+}
+
+/** Brings this replica's view up to the call as written at `revision`, and logs a call that ended. */
+function applyWritten(mesh: CallsMesh, call: Call, revision: number): Call {
   mesh.views.calls.apply(call.id, summary(call), revision);
   // An operator follows calls in the log: one line as each ends, by the replica that ran it.
   if (call.state !== 'RUNNING' && mesh.logger) {
@@ -177,9 +231,18 @@ export function markRecorded(error: unknown, callId: string): void {
 /** The id of the call an error was recorded on, when it was. */
 export const recordedCallOf = (error: unknown): string | undefined => (error && typeof error === 'object' ? recorded.get(error) : undefined);
 
+/** A call written RUNNING, with the revision its end is written over. */
+export interface StartedCall {
+  call: Call;
+  revision: number;
+}
+
 /** Writes a call RUNNING before its work starts; the work must not begin until this resolves. */
-export function startCall(mesh: CallsMesh, call: NewCall): Promise<Call> {
-  return write(mesh, fresh(mesh, call, 'RUNNING'));
+export async function startCall(mesh: CallsMesh, call: NewCall): Promise<StartedCall> {
+  const running = fresh(mesh, call, 'RUNNING');
+  const body = JSON.stringify(running);
+  const revision = await retryLeaderless(() => mesh.buckets.calls.put(running.id, body), `call ${running.id}`);
+  return { call: applyWritten(mesh, running, revision), revision };
 }
 
 /** Records a call refused before any work (bad arguments, unknown verb): FAILED at once, with why. */
@@ -189,16 +252,16 @@ export function refuseCall(mesh: CallsMesh, call: NewCall, error: CallError): Pr
 }
 
 /** Ends a call OK with its answer (JSON, bounded to ANSWER_BOUND, its full size kept). */
-export function finishCall(mesh: CallsMesh, call: Call, answer: unknown): Promise<Call> {
+export function finishCall(mesh: CallsMesh, started: StartedCall, answer: unknown): Promise<Call> {
   const text = answer === undefined ? 'null' : JSON.stringify(answer);
-  return finishCallWithText(mesh, call, text);
+  return finishCallWithText(mesh, started, text);
 }
 
 /** Ends a call OK with an answer already in JSON text. */
-export function finishCallWithText(mesh: CallsMesh, call: Call, text: string): Promise<Call> {
+export function finishCallWithText(mesh: CallsMesh, started: StartedCall, text: string): Promise<Call> {
   const bounded = boundText(text, ANSWER_BOUND);
-  return write(mesh, {
-    ...call,
+  return writeEnd(mesh, started, {
+    ...started.call,
     state: 'OK',
     endedAt: new Date().toISOString(),
     answer: bounded.text,
@@ -208,15 +271,41 @@ export function finishCallWithText(mesh: CallsMesh, call: Call, text: string): P
 }
 
 /** Ends a call FAILED with its error, and the answer text when there was one. */
-export function failCall(mesh: CallsMesh, call: Call, error: CallError, answerText?: string): Promise<Call> {
+export function failCall(mesh: CallsMesh, started: StartedCall, error: CallError, answerText?: string): Promise<Call> {
   const bounded = answerText === undefined ? undefined : boundText(answerText, ANSWER_BOUND);
-  return write(mesh, {
-    ...call,
+  return writeEnd(mesh, started, {
+    ...started.call,
     state: 'FAILED',
     endedAt: new Date().toISOString(),
     error,
     ...(bounded && { answer: bounded.text, answerTruncated: bounded.truncated, answerBytes: bounded.bytes }),
   });
+}
+
+/**
+ * Writes a started call's end as a compare-and-set on its RUNNING revision. Another replica's sweep
+ * marks the call ABANDONED the same way when this replica's lease lapses (NATS unreachable for a
+ * while); on a cluster NATS 2.9 checks a compare-and-set only against the writes it has applied, so
+ * a plain put of the end let the sweep's guess land after it, over an acknowledged answer. Two
+ * compare-and-sets on one revision should never both win, and on a single server or NATS 2.10 they
+ * do not; on a 2.9 cluster they can (its check reads only applied writes: 15 of 300 races here), so
+ * the end is also watched until such a write would have landed (watchEnd). When this write loses,
+ * what won is a sweep's ABANDONED (or this write's own try whose answer was lost): the end is put
+ * over it, as what happened, and no sweep writes a call that is no longer RUNNING.
+ */
+async function writeEnd(mesh: CallsMesh, started: StartedCall, ended: Call): Promise<Call> {
+  const body = JSON.stringify(ended);
+  const what = `call ${ended.id}`;
+  let revision: number;
+  try {
+    revision = await retryLeaderless(() => mesh.buckets.calls.update(ended.id, body, started.revision), what);
+  } catch (error) {
+    if (!isWrongLastSequence(error)) throw error;
+    mesh.logger?.warn({ callId: ended.id, state: ended.state }, 'a call was settled by another replica while it ran here: its end is written over that');
+    revision = await retryLeaderless(() => mesh.buckets.calls.put(ended.id, body), what);
+  }
+  watchEnd(mesh, ended.id, body, revision);
+  return applyWritten(mesh, ended, revision);
 }
 
 /** The call with that id, read from the bucket (not the view), with its revision; undefined when absent. */

@@ -93,18 +93,19 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
     // Reads are not kept: a dashboard polling them must not push acting calls out of the bucket.
     return { call: undefined, result: await verb.run(mesh, args, { ...asked, callId: '' }) };
   }
-  const call = await startCall(mesh, { ...base, args });
+  const started = await startCall(mesh, { ...base, args });
+  const { call } = started;
   let result: R;
   try {
     result = await verb.run(mesh, args, { ...asked, callId: call.id });
   } catch (error) {
     if (isStoreUnavailable(error)) mesh.logger.warn({ err: String(error), verb: verb.name, call: call.id }, 'controller verb failed: the store is unavailable');
     else if (!(error instanceof DomainError)) mesh.logger.error({ err: error, verb: verb.name, call: call.id }, 'controller verb failed');
-    await failCall(mesh, call, callErrorOf(error)).catch((err) => mesh.logger.error({ err, call: call.id }, 'could not record a failed call'));
+    await failCall(mesh, started, callErrorOf(error)).catch((err) => mesh.logger.error({ err, call: call.id }, 'could not record a failed call'));
     markRecorded(error, call.id);
     throw error;
   }
-  const finished = await finishCall(mesh, call, result);
+  const finished = await finishCall(mesh, started, result);
   if (verb.acting) mesh.events.emit('acted', verb.name);
   return { call: finished, result };
 }

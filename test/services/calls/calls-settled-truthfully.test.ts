@@ -22,9 +22,9 @@ test('a call whose replica stopped after its hand-act was written is recorded OK
   // Two acts a replica that is gone (no lease) was running when it stopped: one had left its hand-act.
   const gone = { ...gateway.mesh, config: { ...gateway.mesh.config, replica: 'gone-replica-1' } };
   const base = { seat: env.controller, verb: 'recordHandAct', caller: 'alice', door: 'NATS' as const };
-  const done = await startCall(gone, { ...base, args: { act: 'drained-node', why: 'kernel update' } });
+  const { call: done } = await startCall(gone, { ...base, args: { act: 'drained-node', why: 'kernel update' } });
   const act = await appendHandAct(gateway.mesh, { actor: 'alice', act: 'drained-node', why: 'kernel update', callId: done.id });
-  const undone = await startCall(gone, { ...base, args: { act: 'cleared-queue', why: 'backlog' } });
+  const { call: undone } = await startCall(gone, { ...base, args: { act: 'cleared-queue', why: 'backlog' } });
 
   await gateway.mesh.leases.sweep();
   await expect
