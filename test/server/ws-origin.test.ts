@@ -1,7 +1,7 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { hashToken } from '../../src/services/access/tokens.js';
+import { hashToken } from '../../src/services/access/token-hash.js';
 import { useGateway } from '../fixtures/gateway.js';
 import { aTokensFile, startTestGateway, type TestGateway, type TokenFixture } from '../fixtures/services.js';
 

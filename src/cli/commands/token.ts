@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Command, InvalidArgumentError } from 'commander';
 import { isName, NAME_RULE } from '../../kernel/names.js';
 import { SCOPES } from '../../services/access/caller.js';
-import { hashToken } from '../../services/access/tokens.js';
+import { hashToken } from '../../services/access/token-hash.js';
 
 /** A token carries this many random bytes: far past guessing, short enough to paste. */
 const TOKEN_BYTES = 32;

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -6,6 +6,7 @@ import { Forbidden, Invalid } from '../../kernel/errors.js';
 import { isName, NAME_RULE } from '../../kernel/names.js';
 import { type Caller, SCOPES, type Scope } from './caller.js';
 import { type JwtVerdict, type JwtVerifier, looksLikeJwt } from './jwt.js';
+import { hashToken } from './token-hash.js';
 import { watchFileToReload } from './watched-file.js';
 
 /** Everyone is this caller when no tokens are configured (the gateway then listens on loopback only). */
@@ -53,8 +54,6 @@ interface FileAccess extends Access {
 
 /** Verdicts on JWTs kept between `admit` and `callerFor`, and for the next request with the same token. */
 const JWT_VERDICTS_KEPT = 10_000;
-
-export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 type Entry = { hash: Buffer; caller: Caller };
 
