@@ -1,6 +1,7 @@
 import { run as badday } from './badday.js';
 import { run as cluster } from './cluster.js';
 import { run as compose, run100k as compose100k } from './compose.js';
+import { run as cores } from './cores.js';
 import { run as counts } from './counts.js';
 import { run as dashboard } from './dashboard.js';
 import { run as fanout } from './fanout.js';
@@ -22,6 +23,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   badday,
   counts,
   pages,
+  cores,
 };
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
