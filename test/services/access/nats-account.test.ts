@@ -12,6 +12,8 @@ const CONTROLLER = 'mesh-controller';
 // nats-server parses a variable's value as a config value: one starting with a digit fails to parse.
 const password = () => `pw${randomBytes(12).toString('hex')}`;
 const passwords = { controller: password(), alice: password(), m1: password() };
+/** Bursts of 2,000 heartbeats sent until one is seen pending (each is written within a second or two). */
+const PENDING_BURSTS = 20;
 
 let server: NatsServer;
 let database: Awaited<ReturnType<typeof freshDatabase>>;
@@ -88,6 +90,22 @@ test('the gateway runs under the least-privilege user through a call, a hand-act
   alice.publish('mesh.news.machine.alice', JSON.stringify({ kind: 'heartbeat', modules: ['broker'] }));
   await alice.flush();
   await expect.poll(async () => (await first.gql(`{ machine(name: "alice") { heartbeats } }`)).data?.machine?.heartbeats, { timeout: 10_000 }).toBe(1);
+  // While news is pending, how far it is written is read off the oldest message not yet
+  // acknowledged. A read refused by the grant leaves mesh_news_pending at its last good value, 0.
+  const pendingSeen = async () => {
+    const text = await (await fetch(new URL('/metrics', first.url))).text();
+    return Number(/^mesh_news_pending(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+  let pending = 0;
+  for (let burst = 0; burst < PENDING_BURSTS && pending === 0; burst++) {
+    for (let i = 0; i < 2_000; i++) alice.publish('mesh.news.machine.alice', JSON.stringify({ kind: 'heartbeat', modules: ['broker'] }));
+    await alice.flush();
+    for (let read = 0; read < 10 && pending === 0; read++) {
+      pending = await pendingSeen();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  expect(pending, 'a read of how far the news is written while news was pending').toBeGreaterThan(0);
   await alice.close();
 
   await first.kill();
