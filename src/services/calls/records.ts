@@ -104,8 +104,12 @@ const summary = ({ args: _args, answer: _answer, ...rest }: Call): CallSummary =
  * (writeEnd). A minute is far past any write in flight.
  */
 const CALL_END_WATCHED_MS = 60_000;
-/** At most this many ended calls are watched at once; the oldest are let go first. */
-const CALL_ENDS_WATCHED_MAX = 10_000;
+/**
+ * At most this much of ended calls' records is kept for watching (an end is up to ANSWER_BOUND and
+ * ARGS_BOUND and a little more); past it the oldest are let go first. Acting calls come at an
+ * operator's pace: a minute of them is far below it.
+ */
+const CALL_ENDS_WATCHED_BYTES = 32 * 1024 * 1024;
 
 /** An end this replica wrote, the revision it landed at, and until when it is watched. */
 interface WatchedEnd {
@@ -115,7 +119,14 @@ interface WatchedEnd {
 }
 
 /** Each replica's ends being watched, by its calls view (one a replica): the view's watch sees each write land, in order. */
-const watchedEnds = new WeakMap<KvView<CallSummary>, { ends: Map<string, WatchedEnd>; rewrite: (id: string, body: string) => void }>();
+const watchedEnds = new WeakMap<KvView<CallSummary>, EndWatch>();
+
+interface EndWatch {
+  ends: Map<string, WatchedEnd>;
+  /** What the kept bodies weigh, in UTF-16 code units (about their bytes). */
+  size: number;
+  rewrite(id: string, body: string): void;
+}
 
 /** Starts this replica's view of the calls bucket, mirroring its limits, and its watch over the ends it writes. */
 export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, jsm: JetStreamManager, logger?: Logger): Promise<KvView<CallSummary>> {
@@ -127,17 +138,20 @@ export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, j
     limits: { maxEntries: CALLS_KEPT, maxAgeMs: CALLS_KEPT_FOR_MS },
     logger,
   });
-  const ends = new Map<string, WatchedEnd>();
-  const rewrite = (id: string, body: string) => {
-    logger?.warn({ callId: id }, 'another replica marked a call ABANDONED after it ended here: its end is written again');
-    retryLeaderless(() => buckets.calls.put(id, body), `call ${id}`).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
+  const watch: EndWatch = {
+    ends: new Map(),
+    size: 0,
+    rewrite(id, body) {
+      logger?.warn({ callId: id }, 'another replica marked a call ABANDONED after it ended here: its end is written again');
+      retryLeaderless(() => buckets.calls.put(id, body), `call ${id}`).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
+    },
   };
-  watchedEnds.set(view, { ends, rewrite });
+  watchedEnds.set(view, watch);
   view.onEntry((entry) => {
-    const end = ends.get(entry.key);
+    const end = watch.ends.get(entry.key);
     if (!end || entry.revision <= end.revision) return;
-    ends.delete(entry.key);
-    if (entry.operation === 'PUT' && decodeCall(entry)?.state === 'ABANDONED') rewrite(entry.key, end.body);
+    forget(watch, entry.key, end);
+    if (entry.operation === 'PUT' && decodeCall(entry)?.state === 'ABANDONED') watch.rewrite(entry.key, end.body);
   });
   return view;
 }
@@ -148,15 +162,23 @@ function watchEnd(mesh: CallsMesh, id: string, body: string, revision: number): 
   if (!watch) return;
   const now = Date.now();
   for (const [key, end] of watch.ends) {
-    if (end.until > now && watch.ends.size < CALL_ENDS_WATCHED_MAX) break;
-    watch.ends.delete(key);
+    if (end.until > now && watch.size + body.length <= CALL_ENDS_WATCHED_BYTES) break;
+    forget(watch, key, end);
   }
   const seen = mesh.views.calls.get(id);
   if (seen && seen.revision > revision) {
     if (seen.value.state === 'ABANDONED') watch.rewrite(id, body);
     return;
   }
+  const present = watch.ends.get(id);
+  if (present) forget(watch, id, present);
   watch.ends.set(id, { body, revision, until: now + CALL_END_WATCHED_MS });
+  watch.size += body.length;
+}
+
+function forget(watch: EndWatch, id: string, end: WatchedEnd): void {
+  watch.ends.delete(id);
+  watch.size -= end.body.length;
 }
 
 /** Puts the call under its id, retried while the bucket's stream elects a leader (a put of the same record twice is harmless). */
