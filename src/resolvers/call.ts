@@ -1,6 +1,7 @@
 import { builder } from '../schema/builder.js';
 import { CallRef, CallStateEnum } from '../schema/call.js';
-import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call, callById, followCalls, listCalls } from '../services/calls/records.js';
+import { followCalls } from '../services/calls/follow.js';
+import { CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call, callById, listCalls } from '../services/calls/records.js';
 import { callVerbVerb } from '../services/calls/verbs.js';
 import { followed, followedItem, resumeCursor } from './live-follow.js';
 import { servicePage } from './pages.js';
