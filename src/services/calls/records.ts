@@ -9,6 +9,7 @@ import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 import { JSON_DEPTH_MAX, jsonTooDeep, oneOf } from '../../kernel/values.js';
 import { aliasesOfSeats, type Db, resolveSeatName } from '../seats/seats.js';
+import { CallEndWatch } from './end-watch.js';
 
 /** A call's answer is kept up to this many bytes of JSON: enough to read, small enough that 1000 fit in memory. */
 export const ANSWER_BOUND = 64 * 1024;
@@ -97,35 +98,8 @@ export function decodeCall(entry: KvEntry): Call | undefined {
 
 const summary = ({ args: _args, answer: _answer, ...rest }: Call): CallSummary => rest;
 
-/**
- * How long a replica watches a call it ended for a sweep's ABANDONED landing after the end: on a
- * NATS 2.9 cluster a sweep's compare-and-set checked before the end was applied lands just after it
- * (writeEnd). A minute is far past any write in flight.
- */
-const CALL_END_WATCHED_MS = 60_000;
-/**
- * At most this much of ended calls' records is kept for watching (an end is up to ANSWER_BOUND and
- * ARGS_BOUND and a little more); past it the oldest are let go first. Acting calls come at an
- * operator's pace: a minute of them is far below it.
- */
-const CALL_ENDS_WATCHED_BYTES = 32 * 1024 * 1024;
-
-/** An end this replica wrote, the revision it landed at, and until when it is watched. */
-interface WatchedEnd {
-  body: string;
-  revision: number;
-  until: number;
-}
-
-/** Each replica's ends being watched, by its calls view (one a replica): the view's watch sees each write land, in order. */
-const watchedEnds = new WeakMap<KvView<CallSummary>, EndWatch>();
-
-interface EndWatch {
-  ends: Map<string, WatchedEnd>;
-  /** What the kept bodies weigh, in UTF-16 code units (about their bytes). */
-  size: number;
-  rewrite(id: string, body: string): void;
-}
+/** Each replica's watch over the ends it writes, by its calls view (one a replica). */
+const endWatches = new WeakMap<KvView<CallSummary>, CallEndWatch>();
 
 /** Starts this replica's view of the calls bucket, mirroring its limits, and its watch over the ends it writes. */
 export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, jsm: JetStreamManager, logger?: Logger): Promise<KvView<CallSummary>> {
@@ -137,47 +111,13 @@ export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, j
     limits: { maxEntries: CALLS_KEPT, maxAgeMs: CALLS_KEPT_FOR_MS },
     logger,
   });
-  const watch: EndWatch = {
-    ends: new Map(),
-    size: 0,
-    rewrite(id, body) {
-      logger?.warn({ callId: id }, 'another replica marked a call ABANDONED after it ended here: its end is written again');
-      retryLeaderless(() => buckets.calls.put(id, body), `call ${id}`).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
-    },
-  };
-  watchedEnds.set(view, watch);
-  view.onEntry((entry) => {
-    const end = watch.ends.get(entry.key);
-    if (!end || entry.revision <= end.revision) return;
-    forget(watch, entry.key, end);
-    if (entry.operation === 'PUT' && decodeCall(entry)?.state === 'ABANDONED') watch.rewrite(entry.key, end.body);
+  const watch = new CallEndWatch((id, body) => {
+    logger?.warn({ callId: id }, 'another replica marked a call ABANDONED after it ended here: its end is written again');
+    retryLeaderless(() => buckets.calls.put(id, body), `call ${id}`).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
   });
+  endWatches.set(view, watch);
+  view.onEntry((entry) => watch.heard(entry.key, entry.revision, () => entry.operation === 'PUT' && decodeCall(entry)?.state === 'ABANDONED'));
   return view;
-}
-
-/** Watches an end just written (see CALL_END_WATCHED_MS); one the view already shows overwritten is written again now. */
-function watchEnd(mesh: CallsMesh, id: string, body: string, revision: number): void {
-  const watch = watchedEnds.get(mesh.views.calls);
-  if (!watch) return;
-  const now = Date.now();
-  for (const [key, end] of watch.ends) {
-    if (end.until > now && watch.size + body.length <= CALL_ENDS_WATCHED_BYTES) break;
-    forget(watch, key, end);
-  }
-  const seen = mesh.views.calls.get(id);
-  if (seen && seen.revision > revision) {
-    if (seen.value.state === 'ABANDONED') watch.rewrite(id, body);
-    return;
-  }
-  const present = watch.ends.get(id);
-  if (present) forget(watch, id, present);
-  watch.ends.set(id, { body, revision, until: now + CALL_END_WATCHED_MS });
-  watch.size += body.length;
-}
-
-function forget(watch: EndWatch, id: string, end: WatchedEnd): void {
-  watch.ends.delete(id);
-  watch.size -= end.body.length;
 }
 
 /** Puts the call under its id, retried while the bucket's stream elects a leader (a put of the same record twice is harmless). */
@@ -310,7 +250,7 @@ export function failCall(mesh: CallsMesh, started: StartedCall, error: CallError
  * a plain put of the end let the sweep's guess land after it, over an acknowledged answer. Two
  * compare-and-sets on one revision should never both win, and on a single server or NATS 2.10 they
  * do not; on a 2.9 cluster they can (its check reads only applied writes: 15 of 300 races here), so
- * the end is also watched until such a write would have landed (watchEnd). When this write loses,
+ * the end is also watched until such a write would have landed (CallEndWatch). When this write loses,
  * what won is a sweep's ABANDONED (or this write's own try whose answer was lost): the end is put
  * over it, as what happened, and no sweep writes a call that is no longer RUNNING.
  */
@@ -325,7 +265,8 @@ async function writeEnd(mesh: CallsMesh, started: StartedCall, ended: Call): Pro
     mesh.logger?.warn({ callId: ended.id, state: ended.state }, 'a call was settled by another replica while it ran here: its end is written over that');
     revision = await retryLeaderless(() => mesh.buckets.calls.put(ended.id, body), what);
   }
-  watchEnd(mesh, ended.id, body, revision);
+  const seen = mesh.views.calls.get(ended.id);
+  endWatches.get(mesh.views.calls)?.watch(ended.id, body, revision, seen && { revision: seen.revision, abandoned: seen.value.state === 'ABANDONED' });
   return applyWritten(mesh, ended, revision);
 }
 
