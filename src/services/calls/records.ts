@@ -113,18 +113,19 @@ export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, j
   });
   const watch = new CallEndWatch((id, body) => {
     logger?.warn({ callId: id }, 'another replica marked a call ABANDONED after it ended here: its end is written again');
-    retryLeaderless(() => buckets.calls.put(id, body), `call ${id}`).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
+    putCall(buckets.calls, id, body).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
   });
   endWatches.set(view, watch);
   view.onEntry((entry) => watch.heard(entry.key, entry.revision, () => entry.operation === 'PUT' && decodeCall(entry)?.state === 'ABANDONED'));
   return view;
 }
 
-/** Puts the call under its id, retried while the bucket's stream elects a leader (a put of the same record twice is harmless). */
+/** Puts a call's record under its id, retried while the bucket's stream elects a leader (a put of the same record twice is harmless); answers its revision. */
+const putCall = (calls: Buckets['calls'], id: string, body: string): Promise<number> => retryLeaderless(() => calls.put(id, body), `call ${id}`);
+
+/** Puts the call and brings this replica's view up to it. */
 async function write(mesh: CallsMesh, call: Call): Promise<Call> {
-  const body = JSON.stringify(call);
-  const revision = await retryLeaderless(() => mesh.buckets.calls.put(call.id, body), `call ${call.id}`);
-  return applyWritten(mesh, call, revision);
+  return applyWritten(mesh, call, await putCall(mesh.buckets.calls, call.id, JSON.stringify(call)));
 }
 
 /** Brings this replica's view up to the call as written at `revision`, and logs a call that ended. */
@@ -201,8 +202,7 @@ export interface StartedCall {
 /** Writes a call RUNNING before its work starts; the work must not begin until this resolves. */
 export async function startCall(mesh: CallsMesh, call: NewCall): Promise<StartedCall> {
   const running = fresh(mesh, call, 'RUNNING');
-  const body = JSON.stringify(running);
-  const revision = await retryLeaderless(() => mesh.buckets.calls.put(running.id, body), `call ${running.id}`);
+  const revision = await putCall(mesh.buckets.calls, running.id, JSON.stringify(running));
   return { call: applyWritten(mesh, running, revision), revision };
 }
 
@@ -256,14 +256,13 @@ export function failCall(mesh: CallsMesh, started: StartedCall, error: CallError
  */
 async function writeEnd(mesh: CallsMesh, started: StartedCall, ended: Call): Promise<Call> {
   const body = JSON.stringify(ended);
-  const what = `call ${ended.id}`;
   let revision: number;
   try {
-    revision = await retryLeaderless(() => mesh.buckets.calls.update(ended.id, body, started.revision), what);
+    revision = await retryLeaderless(() => mesh.buckets.calls.update(ended.id, body, started.revision), `call ${ended.id}`);
   } catch (error) {
     if (!isWrongLastSequence(error)) throw error;
     mesh.logger?.warn({ callId: ended.id, state: ended.state }, 'a call was settled by another replica while it ran here: its end is written over that');
-    revision = await retryLeaderless(() => mesh.buckets.calls.put(ended.id, body), what);
+    revision = await putCall(mesh.buckets.calls, ended.id, body);
   }
   const seen = mesh.views.calls.get(ended.id);
   endWatches.get(mesh.views.calls)?.watch(ended.id, body, revision, seen && { revision: seen.revision, abandoned: seen.value.state === 'ABANDONED' });
