@@ -3,7 +3,7 @@
  * NATS 2.9 cluster a sweep's compare-and-set checked before the end was applied lands just after it
  * (writeEnd in records.ts). A minute is far past any write in flight.
  */
-export const CALL_END_WATCHED_MS = 60_000;
+const CALL_END_WATCHED_MS = 60_000;
 /**
  * At most this much of ended calls' records is kept for watching (an end is up to ANSWER_BOUND and
  * ARGS_BOUND and a little more); past it the oldest are let go first. Acting calls come at an
