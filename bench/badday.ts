@@ -4,6 +4,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type ChildGateway, spawnGateway } from '../test/fixtures/child.js';
 import { startNatsServer } from '../test/fixtures/nats-server.js';
+import { bundledChildGateway } from './compiled.js';
 import { ADMIN_URL, admin } from './databases.js';
 
 // A bad day at scale (issue 19): MACHINES machines beating every 10 s (10,000 beats a second at
@@ -152,6 +153,7 @@ async function sample(g: ChildGateway): Promise<Sample | undefined> {
 }
 
 export async function run(): Promise<string> {
+  bundledChildGateway();
   const lines: string[] = [];
   const log = (line: string) => {
     lines.push(line);

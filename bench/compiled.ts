@@ -8,9 +8,9 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
  * Compiles the bench file `entry` and everything it imports (the gateway's sources among them) into
  * dist/bench/<name>/ and answers the compiled file: its roles then run as `npm start` runs the
  * gateway, compiled JavaScript, not through tsx, whose transform names each closure as it is made
- * (`__name`, 1–2% of a kept `status` answer's CPU in its profile). The tests' child gateways are
- * built the same way (test/build-gateway.ts). The build runs in a process of its own: run in the
- * bench's, it left that process (and the load it makes with autocannon) at half its rate.
+ * (`__name`, 1–2% of a kept `status` answer's CPU in its profile). The build runs in a process of
+ * its own: run in the bench's, it left that process (and the load it makes with autocannon) at half
+ * its rate.
  */
 export function compiledBench(entry: string): string {
   const name = relative(join(ROOT, 'bench'), entry).replace(/\.ts$/, '');
@@ -18,4 +18,17 @@ export function compiledBench(entry: string): string {
   const script = `const { compileModules } = await import(${JSON.stringify(builder)}); console.log(await compileModules(${JSON.stringify([entry])}, ${JSON.stringify(join(ROOT, 'dist/bench', name))}));`;
   const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
   return output.trim().split('\n').at(-1)!;
+}
+
+/**
+ * Bundles the gateway as vitest's global setup does for the tests (test/build-gateway.ts), in a
+ * process of its own, so that a bench starting child gateways (`spawnGateway`) runs the source as
+ * it is now, on a fresh clone too.
+ */
+export function bundledChildGateway(): void {
+  const setup = pathToFileURL(join(ROOT, 'test/build-gateway.ts')).href;
+  execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `await (await import(${JSON.stringify(setup)})).default();`], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
 }

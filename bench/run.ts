@@ -1,4 +1,5 @@
 import { run as badday } from './badday.js';
+import { run as childStart } from './child-start.js';
 import { run as cluster } from './cluster.js';
 import { run as compose, run100k as compose100k } from './compose.js';
 import { run as cores } from './cores.js';
@@ -24,6 +25,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   counts,
   pages,
   cores,
+  'child-start': childStart,
 };
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
