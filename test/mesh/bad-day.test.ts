@@ -178,10 +178,19 @@ test('a SIGKILL and a 20 s SIGSTOP of the serving replica show no machine that k
     mesh.postMessage('stop');
     const stoppedAt = Date.now();
 
-    // SIGKILL the serving replica once the stopped machines went LATE (their boundaries are over
-    // by then; their SILENT ones come during the freeze below).
-    await new Promise((resolve) => setTimeout(resolve, LATE_MS + 2_000));
+    // SIGKILL the serving replica once it shows every stopped machine LATE (their SILENT boundaries
+    // come during the freeze below). Not at a fixed instant after 'stop': a machine whose last beat
+    // went out just before it has its LATE bound right then, and a kill in the middle of the
+    // composition showing it left the machine to the takeover, seconds later (3.1 s past, in one run
+    // of six on a busy machine). How soon each was shown is judged from the history below.
+    await new Promise((resolve) => setTimeout(resolve, LATE_MS));
     const killed = await eventually(() => servingOf([a, b, c]), 'the serving replica', 10_000, 500);
+    await eventually(
+      () => samples.findLast((s) => s.replica === killed.replica && s.readAt > stoppedAt + LATE_MS && stoppedNames.every((m) => s.notUp.get(m) === 'LATE')),
+      'the serving replica showing every stopped machine LATE',
+      SHOWN_WITHIN_MS + 10_000,
+      100,
+    );
     await killed.kill('SIGKILL');
     const left = [a, b, c].filter((r) => r !== killed);
     const frozen = await eventually(() => servingOf(left), 'a survivor to take the serving lease', 20_000, 250);
