@@ -180,9 +180,9 @@ test('a SIGKILL and a 20 s SIGSTOP of the serving replica show no machine that k
 
     // SIGKILL the serving replica once it shows every stopped machine LATE (their SILENT boundaries
     // come during the freeze below). Not at a fixed instant after 'stop': a machine whose last beat
-    // went out just before it has its LATE bound right then, and a kill in the middle of the
-    // composition showing it left the machine to the takeover, seconds later (3.1 s past, in one run
-    // of six on a busy machine). How soon each was shown is judged from the history below.
+    // went out just before it has its LATE bound about then, and a kill amid the composition showing
+    // it would leave the machine to the takeover, seconds later. How soon each was shown is judged
+    // from the history below.
     await new Promise((resolve) => setTimeout(resolve, LATE_MS));
     const killed = await eventually(() => servingOf([a, b, c]), 'the serving replica', 10_000, 500);
     await eventually(
