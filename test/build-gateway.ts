@@ -1,46 +1,52 @@
 import { readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'vite';
+import { build, type InlineConfig } from 'vite';
 import { GATEWAY_BUILD } from './fixtures/child.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
 
-/**
- * Compiles `entries` and everything they import, with every migration (the store reads them from
- * disk), into `outDir`, one module per source file: each module keeps its place beside migrations/
- * and the dashboard, which three modules find from their own address, as they do in dist/src. Node
- * runs the result without tsx. Answers where `entries[0]` was compiled to.
- */
-export async function compileModules(entries: string[], outDir: string): Promise<string> {
-  rmSync(outDir, { recursive: true, force: true });
-  const migrations = readdirSync(join(ROOT, 'migrations'))
+/** What Vite's build takes as `rollupOptions`: the input and how the output is laid out. */
+type RollupOptions = NonNullable<NonNullable<InlineConfig['build']>['rollupOptions']>;
+
+/** Every migration's source: the store reads them from disk, so each build carries them beside the gateway. */
+const migrationSources = (): string[] =>
+  readdirSync(join(ROOT, 'migrations'))
     .filter((f) => f.endsWith('.ts'))
     .map((f) => join(ROOT, 'migrations', f));
-  // Vite's build sets NODE_ENV to production in the process that calls it, where every process it
-  // starts afterwards would inherit it.
+
+/**
+ * Builds for Node into a clean `outDir` with Vite: ES modules, unminified, for Node 20. Vite's build
+ * sets NODE_ENV to production in the process that calls it, where every process it starts
+ * afterwards would inherit it: it is put back.
+ */
+async function buildForNode(outDir: string, rollupOptions: RollupOptions, config: Pick<InlineConfig, 'resolve' | 'ssr'> = {}): Promise<void> {
+  rmSync(outDir, { recursive: true, force: true });
   const nodeEnv = process.env.NODE_ENV;
   await build({
+    ...config,
     configFile: false,
     logLevel: 'warn',
     root: ROOT,
-    build: {
-      ssr: true,
-      outDir,
-      emptyOutDir: false,
-      minify: false,
-      sourcemap: false,
-      target: 'node20',
-      rollupOptions: {
-        input: [...entries, ...migrations],
-        output: { format: 'es', preserveModules: true, preserveModulesRoot: ROOT, entryFileNames: '[name].js' },
-      },
-    },
+    build: { ssr: true, outDir, emptyOutDir: false, minify: false, sourcemap: false, target: 'node20', rollupOptions },
   }).finally(() => {
     if (nodeEnv === undefined) delete process.env.NODE_ENV;
     else process.env.NODE_ENV = nodeEnv;
+  });
+}
+
+/**
+ * Compiles `entries` and everything they import, with every migration, into `outDir`, one module
+ * per source file: each module keeps its place beside migrations/ and the dashboard, which three
+ * modules find from their own address, as they do in dist/src. Node runs the result without tsx.
+ * Answers where `entries[0]` was compiled to.
+ */
+export async function compileModules(entries: string[], outDir: string): Promise<string> {
+  await buildForNode(outDir, {
+    input: [...entries, ...migrationSources()],
+    output: { format: 'es', preserveModules: true, preserveModulesRoot: ROOT, entryFileNames: '[name].js' },
   });
   return join(outDir, entries[0]!.slice(ROOT.length).replace(/\.ts$/, '.js'));
 }
@@ -50,8 +56,8 @@ const BUNDLE_ENTRY = 'src/bundle/main';
 
 /**
  * Bundles `entry` with the packages it imports into `outDir`/src/bundle/main.js, and every migration
- * into `outDir`/migrations/ (sharing Kysely with the bundle). Node starts one bundle in 0.75 CPU-s
- * where the modules and their packages took 2.05 (docs/BENCHMARKS.md, "A child gateway's start").
+ * into `outDir`/migrations/ (sharing Kysely with the bundle). Node starts one bundle in 0.68 CPU-s
+ * where the modules and their packages took 1.91 (docs/BENCHMARKS.md, "A child gateway's start").
  * Three modules find migrations/ and the dashboard two folders above their own file (src/store/
  * migrate.ts), so the bundle sits two folders deep too. PGlite stays a package: it reads its
  * WebAssembly from beside its own module. graphql is taken from its CommonJS files alone, as Node
@@ -59,37 +65,22 @@ const BUNDLE_ENTRY = 'src/bundle/main';
  * "from another realm". Answers the bundle's path.
  */
 export async function bundleGateway(entry: string, outDir: string): Promise<string> {
-  rmSync(outDir, { recursive: true, force: true });
   const input: Record<string, string> = { [BUNDLE_ENTRY]: entry };
-  for (const file of readdirSync(join(ROOT, 'migrations')).filter((f) => f.endsWith('.ts'))) {
-    input[`migrations/${file.replace(/\.ts$/, '')}`] = join(ROOT, 'migrations', file);
-  }
+  for (const migration of migrationSources()) input[`migrations/${basename(migration, '.ts')}`] = migration;
   const graphql = dirname(require.resolve('graphql'));
-  const nodeEnv = process.env.NODE_ENV;
-  await build({
-    configFile: false,
-    logLevel: 'warn',
-    root: ROOT,
-    resolve: {
-      alias: [
-        { find: /^graphql$/, replacement: join(graphql, 'index.js') },
-        { find: /^graphql\/(.*?)(\.m?js)?$/, replacement: `${graphql}/$1.js` },
-      ],
+  await buildForNode(
+    outDir,
+    { input, output: { format: 'es', entryFileNames: '[name].js', chunkFileNames: 'src/bundle/[name]-[hash].js' } },
+    {
+      resolve: {
+        alias: [
+          { find: /^graphql$/, replacement: join(graphql, 'index.js') },
+          { find: /^graphql\/(.*?)(\.m?js)?$/, replacement: `${graphql}/$1.js` },
+        ],
+      },
+      ssr: { noExternal: true, external: ['@electric-sql/pglite'] },
     },
-    ssr: { noExternal: true, external: ['@electric-sql/pglite'] },
-    build: {
-      ssr: true,
-      outDir,
-      emptyOutDir: false,
-      minify: false,
-      sourcemap: false,
-      target: 'node20',
-      rollupOptions: { input, output: { format: 'es', entryFileNames: '[name].js', chunkFileNames: 'src/bundle/[name]-[hash].js' } },
-    },
-  }).finally(() => {
-    if (nodeEnv === undefined) delete process.env.NODE_ENV;
-    else process.env.NODE_ENV = nodeEnv;
-  });
+  );
   return join(outDir, `${BUNDLE_ENTRY}.js`);
 }
 
