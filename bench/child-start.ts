@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync, symlinkSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { spawnGateway } from '../test/fixtures/child.js';
 import { testEnv } from '../test/fixtures/services.js';
+import { runBuilder } from './compiled.js';
 
 // What a child gateway costs to start (the tests start a few dozen: sigkill alone restarts ten, the
 // bad day three replicas): the CPU a gateway process has used when it logs that it serves, on a
@@ -15,15 +15,13 @@ import { testEnv } from '../test/fixtures/services.js';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STARTS = 9;
 
-/** Builds both ways in a process of its own (vite's build would load this one); answers both entries. */
+/** Builds both ways (in a process of its own: `runBuilder`); answers both entries. */
 function buildBoth(): { bundled: string; modules: string } {
-  const builder = pathToFileURL(join(ROOT, 'test/build-gateway.ts')).href;
-  const main = join(ROOT, 'src/main.ts');
-  const script = `const b = await import(${JSON.stringify(builder)});
-    console.log(await b.bundleGateway(${JSON.stringify(main)}, ${JSON.stringify(join(ROOT, 'dist/bench/child-start/bundled'))}));
-    console.log(await b.compileModules([${JSON.stringify(main)}], ${JSON.stringify(join(ROOT, 'dist/bench/child-start/modules'))}));`;
-  const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
-  const [bundled, modules] = output.trim().split('\n').slice(-2) as [string, string];
+  const main = JSON.stringify(join(ROOT, 'src/main.ts'));
+  const out = (dir: string) => JSON.stringify(join(ROOT, 'dist/bench/child-start', dir));
+  const [bundled, modules] = runBuilder(
+    `console.log(await builder.bundleGateway(${main}, ${out('bundled')}));\nconsole.log(await builder.compileModules([${main}], ${out('modules')}));`,
+  ).slice(-2) as [string, string];
   for (const dir of ['bundled', 'modules']) symlinkSync(join(ROOT, 'dist/dashboard'), join(ROOT, 'dist/bench/child-start', dir, 'dashboard'), 'dir');
   return { bundled, modules };
 }
