@@ -1,5 +1,6 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { NEWS_ACK_WAIT_MS } from '../../../src/bus/news-stream.js';
+import { NEWS_ACK_WAIT_MS, newsStreamName } from '../../../src/bus/news-stream.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { type NatsServer, startNatsServer } from '../../fixtures/nats-server.js';
@@ -25,8 +26,22 @@ afterAll(async () => {
 
 const heartbeatsOf = (prefix: string) => storedHeartbeats(gw.mesh.db, prefix);
 
+/** The heartbeats the news stream holds for each machine whose name starts with `prefix`, by the stream's own count per subject. */
+async function keptInStream(prefix: string): Promise<Record<string, number>> {
+  const jsm = await jetstreamManager(agent.nc);
+  const info = await jsm.streams.info(newsStreamName(env.controller), { subjects_filter: `${env.subjects}.news.machine.*` });
+  const perMachine = Object.entries(info.state.subjects ?? {}).map(([subject, n]) => [subject.split('.').pop()!, n] as const);
+  return Object.fromEntries(perMachine.filter(([machine]) => machine.startsWith(prefix)));
+}
+
+// NATS 2.9 writes what its stream took to its files a few milliseconds later (its flusher), so a
+// SIGKILL takes the last instant's news with it: after the restart the stream held 29 of each
+// machine's 30 heartbeats, and the gateway had all 30 only when it had read the lost round before
+// the kill (under the whole suite's load it once had not: 29 stored, the test failed for NATS's
+// reason). What the gateway owes is every heartbeat the stream kept; that the stream lost no more
+// than the round of the kill's instant is checked too, so a restart that lost more still fails.
 test(
-  'NATS killed and started again while news flows: every heartbeat is stored',
+  'NATS killed and started again while news flows: every heartbeat the stream kept is stored, and it lost at most the kill’s instant',
   async () => {
     const MACHINES = 20;
     const BEATS = 30;
@@ -39,17 +54,24 @@ test(
     }
     await restarted;
     await agent.nc.flush();
+    const kept = await keptInStream('r-');
+    expect(Object.keys(kept)).toHaveLength(MACHINES);
+    expect(Math.min(...Object.values(kept)), JSON.stringify(kept)).toBeGreaterThanOrEqual(BEATS - 1);
     // News delivered to the gateway just as the server died comes again after NEWS_ACK_WAIT_MS at most.
-    const stored = await eventually(
+    let stored: Record<string, number> = {};
+    const storedEveryKept = () => Object.entries(kept).every(([machine, n]) => (stored[machine] ?? 0) >= n);
+    await eventually(
       async () => {
-        const got = await heartbeatsOf('r-');
-        return Object.keys(got).length === MACHINES && Object.values(got).every((n) => n >= BEATS) ? got : undefined;
+        stored = await heartbeatsOf('r-');
+        return storedEveryKept();
       },
-      'every heartbeat stored',
+      'every heartbeat the stream kept stored',
       NEWS_ACK_WAIT_MS + 20_000,
       250,
-    );
-    expect(Object.values(stored).every((n) => n >= BEATS)).toBe(true);
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; kept ${JSON.stringify(kept)}, stored ${JSON.stringify(stored)}`);
+    });
+    expect(storedEveryKept()).toBe(true);
   },
   NEWS_ACK_WAIT_MS + 60_000,
 );
