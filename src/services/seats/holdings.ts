@@ -71,20 +71,26 @@ interface HolderRequest {
   scope?: string | null;
 }
 
-/** Checks names, resolves the seat and proves the module runs on the machine. */
+/**
+ * Checks names, resolves the seat and proves the module runs on the machine. The machine and its
+ * assignment are key-share locked, as forgetMachine's delete needs them: a forget in flight commits
+ * first and the machine is NotFound here (unlocked, the holding's insert failed on its foreign key,
+ * an INTERNAL), or this holding commits first and the forget is refused because of it.
+ */
 async function judgeHolder(tx: Db, catalogue: Catalogue, request: HolderRequest): Promise<Seat> {
   checkName(request.seat, 'seat');
   checkName(request.machine, 'machine');
   checkName(request.module, 'module');
   freeText(request.scope, 'scope', SEAT_SCOPE_MAX);
   const seat = await seatByName(tx, catalogue, request.seat);
-  const machine = await tx.selectFrom('machine').select('name').where('name', '=', request.machine).executeTakeFirst();
+  const machine = await tx.selectFrom('machine').select('name').where('name', '=', request.machine).forKeyShare().executeTakeFirst();
   if (!machine) throw new NotFound('machine', request.machine);
   const assignment = await tx
     .selectFrom('assignment')
     .select('running')
     .where('machine', '=', request.machine)
     .where('module', '=', request.module)
+    .forKeyShare()
     .executeTakeFirst();
   if (!assignment?.running) {
     throw new Conflict(`module ${JSON.stringify(request.module)} is not running on machine ${JSON.stringify(request.machine)}`);

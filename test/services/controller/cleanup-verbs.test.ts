@@ -1,5 +1,7 @@
+import { sql } from 'kysely';
 import { expect, test } from 'vitest';
 import { useGateway } from '../../fixtures/gateway.js';
+import { eventually } from '../../fixtures/live.js';
 import { aMachine } from '../../fixtures/mesh.js';
 import { DEFINE_SEAT, HOLD_SEAT, RELEASE_SEAT, RENAME_SEAT, SEAT } from '../../fixtures/operations.js';
 import { aTokensFile, startTestGateway } from '../../fixtures/services.js';
@@ -157,6 +159,34 @@ test('forgetMachine is refused while the machine runs a module holding a seat, r
   const claimer = await aMachine(gw.mesh.db, { modules: ['worker'], claims: { worker: [claimed] } });
   expect(await forgetMachine(claimer)).toMatchObject({ __typename: 'ConflictError', message: expect.stringContaining('(derived from its claim)') });
   expect((await gw.gql(`{ machines { name } }`)).data.machines.map((m: { name: string }) => m.name)).toEqual(expect.arrayContaining([holder, claimer]));
+});
+
+/** Resolves once a statement of this file's database waits on a row lock: the positive marker that a racing request is parked behind a transaction. */
+async function aStatementWaitsOnALock(): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(gw.mesh.db);
+    return rows[0]!.n > 0;
+  }, 'a statement waiting on a lock');
+}
+
+test('holdSeat racing the forget of its machine answers NotFound for the machine once the forget commits, never INTERNAL', async () => {
+  const seat = await aSeat();
+  const machine = await aMachine(gw.mesh.db, { modules: ['broker'] });
+  let held: Promise<any> | undefined;
+  // forgetMachine's own transaction, held open between its lock and its commit: the machine holds
+  // nothing, so the forget goes through, while holdSeat runs.
+  await gw.mesh.db.transaction().execute(async (tx) => {
+    await tx.selectFrom('machine').select('name').where('name', '=', machine).forUpdate().execute();
+    await tx.selectFrom('assignment').select('module').where('machine', '=', machine).forUpdate().execute();
+    held = gw.gql(HOLD_SEAT, { seat, machine, module: 'broker' });
+    await aStatementWaitsOnALock();
+    await tx.deleteFrom('machine').where('name', '=', machine).execute();
+  });
+  const answer = await held!;
+  expect(answer.errors, JSON.stringify(answer.errors)).toBeUndefined();
+  expect(answer.data.holdSeat).toEqual({ __typename: 'NotFoundError', code: 'NOT_FOUND', message: `no machine named "${machine}"` });
+  expect((await seatNamed(seat)).holders).toEqual([]);
 });
 
 test('over NATS the cleanup verbs need the admin scope, which no NATS user has without MESH_NATS_USERS_FILE', async () => {
