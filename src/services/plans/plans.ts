@@ -4,7 +4,7 @@ import { checkName } from '../../kernel/names.js';
 import type { Store } from '../../store/db.js';
 import type { MeshEvents } from '../events.js';
 import type { Catalogue } from '../seats/catalogue.js';
-import { seatByName } from '../seats/seats.js';
+import { lockSeat, seatByName } from '../seats/seats.js';
 import { newPlanId, type Plan, toPlan } from './plan.js';
 import { announceOpened, openRollouts, publishApplies, type RolloutMesh, releaseQueuedBehind, startTier } from './rollout.js';
 import { checkTierHolders, checkTiers, defaultTiers } from './tiers.js';
@@ -46,6 +46,9 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
   checkName(request.build, 'build');
   if (request.behind != null) checkName(request.behind, 'behind');
   const { plan, apply, opened } = await mesh.db.transaction().execute(async (tx) => {
+    // Locked as renameSeat and retireSeat lock it: one in flight commits first and is seen (unlocked,
+    // the plan's insert failed on the seat's foreign key, an INTERNAL).
+    await lockSeat(tx, request.seat);
     const seat = await seatByName(tx, mesh.catalogue, request.seat);
     let tiers: string[][];
     if (request.tiers != null) {

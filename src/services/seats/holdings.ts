@@ -121,9 +121,14 @@ export async function holdSeat(db: Kysely<DB>, catalogue: Catalogue, request: Ho
   return listHoldings(db, { seats: [seat.name] });
 }
 
-/** Adds a holder beside those on record, for a replicated seat only; holding it already changes nothing. */
+/**
+ * Adds a holder beside those on record, for a replicated seat only; holding it already changes
+ * nothing. The seat is locked first, as holdSeat locks it: a retirement or rename in flight commits
+ * first and is seen (unlocked, the insert failed on the seat's foreign key, an INTERNAL).
+ */
 export async function addSeatHolder(db: Kysely<DB>, catalogue: Catalogue, request: HolderRequest): Promise<Holding[]> {
   const seat = await db.transaction().execute(async (tx) => {
+    await lockSeat(tx, checkName(request.seat, 'seat'));
     const seat = await judgeHolder(tx, catalogue, request);
     if (!seat.replicated) throw new Conflict(`seat ${JSON.stringify(seat.name)} is not replicated: it has one holder, given with holdSeat`);
     await tx

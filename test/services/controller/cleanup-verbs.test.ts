@@ -1,9 +1,7 @@
-import { sql } from 'kysely';
 import { expect, test } from 'vitest';
 import { useGateway } from '../../fixtures/gateway.js';
-import { eventually } from '../../fixtures/live.js';
-import { aMachine } from '../../fixtures/mesh.js';
-import { DEFINE_SEAT, HOLD_SEAT, RELEASE_SEAT, RENAME_SEAT, SEAT } from '../../fixtures/operations.js';
+import { aMachine, aStatementWaitsOnALock } from '../../fixtures/mesh.js';
+import { ADD_SEAT_HOLDER, DEFINE_SEAT, HOLD_SEAT, RELEASE_SEAT, RENAME_SEAT, SEAT } from '../../fixtures/operations.js';
 import { aTokensFile, startTestGateway } from '../../fixtures/services.js';
 
 const { gw, env } = useGateway('cleanup');
@@ -161,15 +159,6 @@ test('forgetMachine is refused while the machine runs a module holding a seat, r
   expect((await gw.gql(`{ machines { name } }`)).data.machines.map((m: { name: string }) => m.name)).toEqual(expect.arrayContaining([holder, claimer]));
 });
 
-/** Resolves once a statement of this file's database waits on a row lock: the positive marker that a racing request is parked behind a transaction. */
-async function aStatementWaitsOnALock(): Promise<void> {
-  await eventually(async () => {
-    const { rows } = await sql<{ n: number }>`
-      select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(gw.mesh.db);
-    return rows[0]!.n > 0;
-  }, 'a statement waiting on a lock');
-}
-
 test('holdSeat racing the forget of its machine answers NotFound for the machine once the forget commits, never INTERNAL', async () => {
   const seat = await aSeat();
   const machine = await aMachine(gw.mesh.db, { modules: ['broker'] });
@@ -180,13 +169,30 @@ test('holdSeat racing the forget of its machine answers NotFound for the machine
     await tx.selectFrom('machine').select('name').where('name', '=', machine).forUpdate().execute();
     await tx.selectFrom('assignment').select('module').where('machine', '=', machine).forUpdate().execute();
     held = gw.gql(HOLD_SEAT, { seat, machine, module: 'broker' });
-    await aStatementWaitsOnALock();
+    await aStatementWaitsOnALock(gw.mesh.db);
     await tx.deleteFrom('machine').where('name', '=', machine).execute();
   });
   const answer = await held!;
   expect(answer.errors, JSON.stringify(answer.errors)).toBeUndefined();
   expect(answer.data.holdSeat).toEqual({ __typename: 'NotFoundError', code: 'NOT_FOUND', message: `no machine named "${machine}"` });
   expect((await seatNamed(seat)).holders).toEqual([]);
+});
+
+test('addSeatHolder racing the retirement of its seat answers NotFound for the seat once the retirement commits, never INTERNAL', async () => {
+  const seat = `replicated-${++n}`;
+  expect((await gw.gql(DEFINE_SEAT, { input: { name: seat, replicated: true } })).data.defineSeat.__typename).toBe('MutationDefineSeatSuccess');
+  const machine = await aMachine(gw.mesh.db, { modules: ['broker'] });
+  let added: Promise<any> | undefined;
+  // retireSeat's own transaction, held open between its lock and its commit.
+  await gw.mesh.db.transaction().execute(async (tx) => {
+    await tx.selectFrom('seat').select('name').where('name', '=', seat).forUpdate().execute();
+    added = gw.gql(ADD_SEAT_HOLDER, { seat, machine, module: 'broker' });
+    await aStatementWaitsOnALock(gw.mesh.db);
+    await tx.deleteFrom('seat').where('name', '=', seat).execute();
+  });
+  const answer = await added!;
+  expect(answer.errors, JSON.stringify(answer.errors)).toBeUndefined();
+  expect(answer.data.addSeatHolder).toEqual({ __typename: 'NotFoundError', code: 'NOT_FOUND', message: `no seat named "${seat}"` });
 });
 
 test('over NATS the cleanup verbs need the admin scope, which no NATS user has without MESH_NATS_USERS_FILE', async () => {
