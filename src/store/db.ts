@@ -20,6 +20,11 @@ export type Store = Kysely<DB>;
  */
 export const STORE_IDLE_IN_TRANSACTION_MS = 5_000;
 
+/** PostgreSQL's SQLSTATE for a unique index violated (node-postgres gives it as the error's `code`). */
+const UNIQUE_VIOLATION = '23505';
+/** Whether `error` is a unique index violated: a row another transaction made a moment before this one's. */
+export const isUniqueViolation = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === UNIQUE_VIOLATION;
+
 export interface StoreOptions {
   /** PostgreSQL through `pg`; unset: embedded PGlite in `<dataDir>/pg`. */
   databaseUrl: string | undefined;

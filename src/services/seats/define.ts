@@ -68,9 +68,12 @@ export async function defineSeat(db: Kysely<DB>, catalogue: Catalogue, input: Se
     if (present) {
       if (Object.keys(fields).length) await tx.updateTable('seat').set(fields).where('name', '=', present).execute();
     } else {
+      // Another defineSeat of the same new name may be inserting it too: then this one waits for it
+      // and changes what it made, as it would have a moment later (a plain insert failed, INTERNAL).
       await tx
         .insertInto('seat')
         .values({ name: input.name, ...fields })
+        .onConflict((oc) => (Object.keys(fields).length ? oc.column('name').doUpdateSet(fields) : oc.column('name').doNothing()))
         .execute();
     }
     return seatByName(tx, catalogue, present ?? input.name);

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { Conflict, Invalid } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
+import { isUniqueViolation } from '../../store/db.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
 import { lockSeat, type Seat, seatByName } from './seats.js';
@@ -24,7 +25,15 @@ export async function renameSeat(db: Kysely<DB>, catalogue: Catalogue, from: str
     const alias = await tx.selectFrom('seat_alias').select('seat').where('alias', '=', to).executeTakeFirst();
     if (alias && alias.seat !== current) throw new Conflict(`${JSON.stringify(to)} is an alias of seat ${JSON.stringify(alias.seat)}`);
     if (alias) await tx.deleteFrom('seat_alias').where('alias', '=', to).execute();
-    await tx.updateTable('seat').set({ name: to }).where('name', '=', current).execute();
+    await tx
+      .updateTable('seat')
+      .set({ name: to })
+      .where('name', '=', current)
+      .execute()
+      .catch((error: unknown) => {
+        // Another rename to the same name committed while this one waited on it: the name is taken now.
+        throw isUniqueViolation(error) ? new Conflict(`a seat named ${JSON.stringify(to)} already exists`) : error;
+      });
     await tx.insertInto('seat_alias').values({ alias: current, seat: to }).execute();
     return seatByName(tx, catalogue, to);
   });
