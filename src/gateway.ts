@@ -31,7 +31,7 @@ import { type Composer, startComposer } from './services/status/composing/compos
 import { composeSubject, pokeBody } from './services/status/composing/poke.js';
 import { startStatusFeed } from './services/status/live/feed.js';
 import { startStatusCounts } from './services/status/looking-back/counts.js';
-import { openStore, type Store, waitForStore } from './store/db.js';
+import { isCrossedByAnother, openStore, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 
 export interface Gateway {
@@ -85,7 +85,10 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     onQuery,
     onError: (err, sql) => {
       // An outage fails every statement: whoever meets it (a request, the ingest, the composer) logs it once, at warn.
-      if (!isStoreUnavailable(err)) logger.error({ err, sql }, 'SQL statement failed');
+      if (isStoreUnavailable(err)) return;
+      // Crossed by another transaction: answered (a rename to a name just taken) or retried (the ingest), so a warning.
+      if (isCrossedByAnother(err)) logger.warn({ err, sql }, 'SQL statement crossed by another transaction');
+      else logger.error({ err, sql }, 'SQL statement failed');
     },
     onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
   });

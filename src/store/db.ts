@@ -22,8 +22,19 @@ export const STORE_IDLE_IN_TRANSACTION_MS = 5_000;
 
 /** PostgreSQL's SQLSTATE for a unique index violated (node-postgres gives it as the error's `code`). */
 const UNIQUE_VIOLATION = '23505';
+/** ...and the two ways PostgreSQL tells one of two transactions that crossed that it must go. */
+const DEADLOCK_DETECTED = '40P01';
+const SERIALIZATION_FAILURE = '40001';
+const CROSSED = new Set([UNIQUE_VIOLATION, DEADLOCK_DETECTED, SERIALIZATION_FAILURE]);
+const sqlState = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
 /** Whether `error` is a unique index violated: a row another transaction made a moment before this one's. */
-export const isUniqueViolation = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === UNIQUE_VIOLATION;
+export const isUniqueViolation = (error: unknown): boolean => sqlState(error) === UNIQUE_VIOLATION;
+/**
+ * Whether a statement failed because another transaction crossed it (a unique index it filled first,
+ * a deadlock, a serialization failure): an outcome of concurrency the caller answers or retries, not
+ * a fault of the server. One not handled still reaches the caller as INTERNAL, logged as such.
+ */
+export const isCrossedByAnother = (error: unknown): boolean => CROSSED.has(sqlState(error) as string);
 
 export interface StoreOptions {
   /** PostgreSQL through `pg`; unset: embedded PGlite in `<dataDir>/pg`. */

@@ -143,19 +143,26 @@ export async function addSeatHolder(db: Kysely<DB>, catalogue: Catalogue, reques
 
 /**
  * Ends one recorded holding. A seat left with none on record is held by derivation again.
- * NotFound when that module holds no such seat on record.
+ * NotFound when that module holds no such seat on record. The seat is locked first, as every
+ * change of its holdings locks it: the holding's delete then updates the seat's held_on_record (a
+ * trigger), and taking the holding before the seat deadlocked with a holdSeat that took the seat
+ * and then wanted the holding.
  */
 export async function releaseSeat(db: Kysely<DB>, catalogue: Catalogue, request: Omit<HolderRequest, 'scope'>): Promise<Holding[]> {
   checkName(request.seat, 'seat');
   checkName(request.machine, 'machine');
   checkName(request.module, 'module');
-  const seat = await seatByName(db, catalogue, request.seat);
-  const deleted = await db
-    .deleteFrom('seat_holding')
-    .where('seat', '=', seat.name)
-    .where('machine', '=', request.machine)
-    .where('module', '=', request.module)
-    .executeTakeFirst();
-  if (Number(deleted.numDeletedRows) === 0) throw new NotFound('holding', `${seat.name} by ${request.module} on ${request.machine}`);
+  const seat = await db.transaction().execute(async (tx) => {
+    await lockSeat(tx, request.seat);
+    const seat = await seatByName(tx, catalogue, request.seat);
+    const deleted = await tx
+      .deleteFrom('seat_holding')
+      .where('seat', '=', seat.name)
+      .where('machine', '=', request.machine)
+      .where('module', '=', request.module)
+      .executeTakeFirst();
+    if (Number(deleted.numDeletedRows) === 0) throw new NotFound('holding', `${seat.name} by ${request.module} on ${request.machine}`);
+    return seat;
+  });
   return listHoldings(db, { seats: [seat.name] });
 }
