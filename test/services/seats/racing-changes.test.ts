@@ -4,7 +4,7 @@ import { useGateway } from '../../fixtures/gateway.js';
 import { logInto } from '../../fixtures/log.js';
 import { aMachine } from '../../fixtures/mesh.js';
 
-// Seat, holding, machine and plan changes racing each other on a few names, as several operators
+// Seat, alias, holding, machine and plan changes racing each other on a few names, as several operators
 // and tools do on a bad day: every answer is typed (a success or an Error as data), never INTERNAL,
 // and nothing is logged as a server fault. The races found by hand (a holding against the forget
 // of its machine, a push against a rename) are tested one by one in cleanup-verbs, plans and
@@ -17,9 +17,14 @@ const AT_ONCE = 8;
 const logged: { level: number; msg?: string; err?: unknown }[] = [];
 const { gw } = useGateway('racing', { env: () => ({ MESH_OPS_PER_SECOND: '1000000' }), logger: () => logInto(logged, 'warn') });
 
-const seat = fc.constantFrom('r1', 'r2', 'r3');
+const seat = fc.constantFrom('r1', 'r2', 'r3', 'r4', 'r5');
 const machine = fc.constantFrom('rm1', 'rm2', 'rm3');
+/** A plan pushed in an earlier round, by how recent (0 the latest). */
+const plan = fc.nat(3);
 const RESULT = '__typename ... on Error { code message }';
+/** The ids of the plans pushed so far, newest last. */
+const pushed: string[] = [];
+const planId = (recent: number) => pushed[pushed.length - 1 - recent] ?? 'plan-none';
 
 /** One change, as a mutation (or a machine's heartbeat, which makes the machine again). */
 const change = fc.oneof(
@@ -31,6 +36,10 @@ const change = fc.oneof(
   fc.record({ kind: fc.constant('release' as const), seat, machine }),
   fc.record({ kind: fc.constant('forget' as const), machine }),
   fc.record({ kind: fc.constant('push' as const), seat }),
+  fc.record({ kind: fc.constant('pushBehind' as const), seat, plan }),
+  fc.record({ kind: fc.constant('stop' as const), plan }),
+  fc.record({ kind: fc.constant('close' as const), plan }),
+  fc.record({ kind: fc.constant('unalias' as const), seat }),
   fc.record({ kind: fc.constant('beat' as const), machine }),
 );
 type Change = typeof change extends fc.Arbitrary<infer T> ? T : never;
@@ -55,13 +64,27 @@ async function run(c: Change): Promise<unknown> {
     case 'forget':
       return mutation('forgetMachine(machine: $machine, why: "racing")', '$machine: String!', c);
     case 'push':
-      return mutation('push(seat: $seat, build: "b-racing", why: "racing")', '$seat: String!', c);
+    case 'pushBehind': {
+      const behind = c.kind === 'pushBehind' ? planId(c.plan) : null;
+      const answer = await gw.gql(
+        `mutation($seat: String!, $behind: ID) { push(seat: $seat, build: "b-racing", behind: $behind, why: "racing") { ${RESULT} ... on MutationPushSuccess { data { id } } } }`,
+        { seat: c.seat, behind },
+      );
+      if (answer.data?.push?.data) pushed.push(answer.data.push.data.id);
+      return answer.errors ?? answer.data.push;
+    }
+    case 'stop':
+      return mutation('stopPlan(id: $id, why: "racing")', '$id: ID!', { id: planId(c.plan) });
+    case 'close':
+      return mutation('closePlan(id: $id, why: "racing")', '$id: ID!', { id: planId(c.plan) });
+    case 'unalias':
+      return mutation('removeAlias(alias: $seat, why: "racing")', '$seat: String!', c);
     case 'beat':
       return aMachine(gw.mesh.db, { name: c.machine, modules: ['broker'], claims: { broker: [] } }).then(() => ({ __typename: 'beat' }));
   }
 }
 
-test('seat, holding, machine and plan changes racing on a few names are each answered typed, never INTERNAL, and log no server fault', async () => {
+test('seat, alias, holding, machine and plan changes racing on a few names are each answered typed, never INTERNAL, and log no server fault', async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(change, { minLength: AT_ONCE, maxLength: AT_ONCE }), async (changes) => {
       const answers = await Promise.all(changes.map(run));
