@@ -2,7 +2,9 @@ import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { useGateway } from '../../fixtures/gateway.js';
 import { logInto } from '../../fixtures/log.js';
+import { eventually } from '../../fixtures/live.js';
 import { aMachine } from '../../fixtures/mesh.js';
+import { useMachinesAgent } from '../../fixtures/plans.js';
 
 // Seat, alias, holding, machine and plan changes racing each other on a few names, as several operators
 // and tools do on a bad day: every answer is typed (a success or an Error as data), never INTERNAL,
@@ -15,13 +17,16 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
 const AT_ONCE = 8;
 
 const logged: { level: number; msg?: string; err?: unknown }[] = [];
-const { gw } = useGateway('racing', { env: () => ({ MESH_OPS_PER_SECOND: '1000000' }), logger: () => logInto(logged, 'warn') });
+const { gw, env } = useGateway('racing', { env: () => ({ MESH_OPS_PER_SECOND: '1000000' }), logger: () => logInto(logged, 'warn') });
 
 const seat = fc.constantFrom('r1', 'r2', 'r3', 'r4', 'r5');
 const machine = fc.constantFrom('rm1', 'rm2', 'rm3');
 /** A plan pushed in an earlier round, by how recent (0 the latest). */
 const plan = fc.nat(3);
 const RESULT = '__typename ... on Error { code message }';
+const machines = useMachinesAgent(gw, env);
+/** How many apply reports the machines sent (news, written by the ingest as it comes). */
+let reports = 0;
 /** The ids of the plans pushed so far, newest last. */
 const pushed: string[] = [];
 const planId = (recent: number) => pushed[pushed.length - 1 - recent] ?? 'plan-none';
@@ -41,6 +46,7 @@ const change = fc.oneof(
   fc.record({ kind: fc.constant('close' as const), plan }),
   fc.record({ kind: fc.constant('unalias' as const), seat }),
   fc.record({ kind: fc.constant('beat' as const), machine }),
+  fc.record({ kind: fc.constant('report' as const), machine, plan, ok: fc.boolean() }),
 );
 type Change = typeof change extends fc.Arbitrary<infer T> ? T : never;
 
@@ -79,12 +85,16 @@ async function run(c: Change): Promise<unknown> {
       return mutation('closePlan(id: $id, why: "racing")', '$id: ID!', { id: planId(c.plan) });
     case 'unalias':
       return mutation('removeAlias(alias: $seat, why: "racing")', '$seat: String!', c);
+    case 'report':
+      machines.report(c.machine, planId(c.plan), 'b-racing', c.ok);
+      reports++;
+      return { __typename: 'report' };
     case 'beat':
       return aMachine(gw.mesh.db, { name: c.machine, modules: ['broker'], claims: { broker: [] } }).then(() => ({ __typename: 'beat' }));
   }
 }
 
-test('seat, alias, holding, machine and plan changes racing on a few names are each answered typed, never INTERNAL, and log no server fault', async () => {
+test('seat, alias, holding, machine and plan changes and machines’ reports racing on a few names are each answered typed, never INTERNAL, and log no server fault', async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(change, { minLength: AT_ONCE, maxLength: AT_ONCE }), async (changes) => {
       const answers = await Promise.all(changes.map(run));
@@ -95,4 +105,8 @@ test('seat, alias, holding, machine and plan changes racing on a few names are e
     }),
     { seed: SEED, numRuns: RUNS, endOnFailure: true },
   );
+  // The machines' reports crossed the plan changes in the ingest: each is written, none refused as poison.
+  await eventually(() => gw.news.stats.ingested + gw.news.stats.poison + gw.news.stats.malformed >= reports, 'every report taken by the ingest', 30_000);
+  expect({ poison: gw.news.stats.poison, malformed: gw.news.stats.malformed }).toEqual({ poison: 0, malformed: 0 });
+  expect(logged.filter((line) => line.level >= 50)).toEqual([]);
 }, 120_000);
