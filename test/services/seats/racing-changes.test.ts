@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { useGateway } from '../../fixtures/gateway.js';
-import { logInto } from '../../fixtures/log.js';
 import { eventually } from '../../fixtures/live.js';
+import { logInto } from '../../fixtures/log.js';
 import { aMachine } from '../../fixtures/mesh.js';
 import { useMachinesAgent } from '../../fixtures/plans.js';
 
