@@ -1,6 +1,8 @@
+import type { Transaction } from 'kysely';
 import { expect, test } from 'vitest';
+import type { DB } from '../../../src/store/tables.js';
 import { useGateway } from '../../fixtures/gateway.js';
-import { aMachine, aStatementWaitsOnALock } from '../../fixtures/mesh.js';
+import { aMachine, racedAgainstATransaction } from '../../fixtures/mesh.js';
 import { ADD_SEAT_HOLDER, DEFINE_SEAT, HOLD_SEAT, RELEASE_SEAT, RENAME_SEAT, SEAT } from '../../fixtures/operations.js';
 import { aTokensFile, startTestGateway } from '../../fixtures/services.js';
 
@@ -162,17 +164,16 @@ test('forgetMachine is refused while the machine runs a module holding a seat, r
 test('holdSeat racing the forget of its machine answers NotFound for the machine once the forget commits, never INTERNAL', async () => {
   const seat = await aSeat();
   const machine = await aMachine(gw.mesh.db, { modules: ['broker'] });
-  let held: Promise<any> | undefined;
-  // forgetMachine's own transaction, held open between its lock and its commit: the machine holds
+  // forgetMachine's own transaction, held open between its locks and its commit: the machine holds
   // nothing, so the forget goes through, while holdSeat runs.
-  await gw.mesh.db.transaction().execute(async (tx) => {
-    await tx.selectFrom('machine').select('name').where('name', '=', machine).forUpdate().execute();
-    await tx.selectFrom('assignment').select('module').where('machine', '=', machine).forUpdate().execute();
-    held = gw.gql(HOLD_SEAT, { seat, machine, module: 'broker' });
-    await aStatementWaitsOnALock(gw.mesh.db);
-    await tx.deleteFrom('machine').where('name', '=', machine).execute();
-  });
-  const answer = await held!;
+  const forget = {
+    locks: async (tx: Transaction<DB>) => {
+      await tx.selectFrom('machine').select('name').where('name', '=', machine).forUpdate().execute();
+      await tx.selectFrom('assignment').select('module').where('machine', '=', machine).forUpdate().execute();
+    },
+    commits: (tx: Transaction<DB>) => tx.deleteFrom('machine').where('name', '=', machine).execute(),
+  };
+  const answer = await racedAgainstATransaction(gw.mesh.db, forget, () => gw.gql(HOLD_SEAT, { seat, machine, module: 'broker' }));
   expect(answer.errors, JSON.stringify(answer.errors)).toBeUndefined();
   expect(answer.data.holdSeat).toEqual({ __typename: 'NotFoundError', code: 'NOT_FOUND', message: `no machine named "${machine}"` });
   expect((await seatNamed(seat)).holders).toEqual([]);
@@ -182,15 +183,12 @@ test('addSeatHolder racing the retirement of its seat answers NotFound for the s
   const seat = `replicated-${++n}`;
   expect((await gw.gql(DEFINE_SEAT, { input: { name: seat, replicated: true } })).data.defineSeat.__typename).toBe('MutationDefineSeatSuccess');
   const machine = await aMachine(gw.mesh.db, { modules: ['broker'] });
-  let added: Promise<any> | undefined;
   // retireSeat's own transaction, held open between its lock and its commit.
-  await gw.mesh.db.transaction().execute(async (tx) => {
-    await tx.selectFrom('seat').select('name').where('name', '=', seat).forUpdate().execute();
-    added = gw.gql(ADD_SEAT_HOLDER, { seat, machine, module: 'broker' });
-    await aStatementWaitsOnALock(gw.mesh.db);
-    await tx.deleteFrom('seat').where('name', '=', seat).execute();
-  });
-  const answer = await added!;
+  const retire = {
+    locks: (tx: Transaction<DB>) => tx.selectFrom('seat').select('name').where('name', '=', seat).forUpdate().execute(),
+    commits: (tx: Transaction<DB>) => tx.deleteFrom('seat').where('name', '=', seat).execute(),
+  };
+  const answer = await racedAgainstATransaction(gw.mesh.db, retire, () => gw.gql(ADD_SEAT_HOLDER, { seat, machine, module: 'broker' }));
   expect(answer.errors, JSON.stringify(answer.errors)).toBeUndefined();
   expect(answer.data.addSeatHolder).toEqual({ __typename: 'NotFoundError', code: 'NOT_FOUND', message: `no seat named "${seat}"` });
 });

@@ -1,7 +1,9 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { Transaction } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { DB } from '../../../src/store/tables.js';
 import { useGateway } from '../../fixtures/gateway.js';
-import { aMachine, aStatementWaitsOnALock } from '../../fixtures/mesh.js';
+import { aMachine, racedAgainstATransaction } from '../../fixtures/mesh.js';
 
 const { gw: gateway, env } = useGateway('plans');
 let nc: NatsConnection;
@@ -154,14 +156,14 @@ test('the NATS door runs the same verbs: push, then stop, answered with the plan
 test('a push racing the rename of its seat waits for it and opens under the new name, never INTERNAL', async () => {
   expect((await gateway.gql(`mutation { defineSeat(input: { name: "race" }) { __typename } }`)).data.defineSeat.__typename).toBe('MutationDefineSeatSuccess');
   await aMachine(gateway.mesh.db, { name: 'p-race', site: 'eu-3', claims: { broker: ['race'] } });
-  let pushed: Promise<any> | undefined;
   // renameSeat's own transaction (the seat locked, renamed, its old name an alias), held open while the push runs.
-  await gateway.mesh.db.transaction().execute(async (tx) => {
-    await tx.selectFrom('seat').select('name').where('name', '=', 'race').forUpdate().execute();
-    pushed = mutate('push', 'seat: "race", build: "b-race", why: "racing a rename"');
-    await aStatementWaitsOnALock(gateway.mesh.db);
-    await tx.updateTable('seat').set({ name: 'race-renamed' }).where('name', '=', 'race').execute();
-    await tx.insertInto('seat_alias').values({ alias: 'race', seat: 'race-renamed' }).execute();
-  });
-  expect(await pushed!).toMatchObject({ seat: 'race-renamed', build: 'b-race', state: 'OPEN', tiers: [['p-race']] });
+  const rename = {
+    locks: (tx: Transaction<DB>) => tx.selectFrom('seat').select('name').where('name', '=', 'race').forUpdate().execute(),
+    commits: async (tx: Transaction<DB>) => {
+      await tx.updateTable('seat').set({ name: 'race-renamed' }).where('name', '=', 'race').execute();
+      await tx.insertInto('seat_alias').values({ alias: 'race', seat: 'race-renamed' }).execute();
+    },
+  };
+  const pushed = await racedAgainstATransaction(gateway.mesh.db, rename, () => mutate('push', 'seat: "race", build: "b-race", why: "racing a rename"'));
+  expect(pushed).toMatchObject({ seat: 'race-renamed', build: 'b-race', state: 'OPEN', tiers: [['p-race']] });
 });

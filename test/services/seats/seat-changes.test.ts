@@ -1,7 +1,9 @@
+import type { Transaction } from 'kysely';
 import { expect, test } from 'vitest';
+import type { DB } from '../../../src/store/tables.js';
 import { natsCall } from '../../fixtures/calls.js';
 import { useGateway } from '../../fixtures/gateway.js';
-import { aMachine, aStatementWaitsOnALock } from '../../fixtures/mesh.js';
+import { aMachine, racedAgainstATransaction } from '../../fixtures/mesh.js';
 import { DEFINE_SEAT, RENAME_SEAT, SEAT } from '../../fixtures/operations.js';
 import { aTokensFile, startTestGateway, type TestGateway } from '../../fixtures/services.js';
 
@@ -94,14 +96,9 @@ test('a renamed default seat whose lists are empty reads as the compiled protoco
 
 test('two defineSeat of one new name at once: the second waits and changes the seat the first made, never INTERNAL', async () => {
   const name = `sc-twice-${++n}`;
-  let second: Promise<any> | undefined;
   // The first defineSeat's own transaction (its seat inserted), held open while the second runs.
-  await gw.mesh.db.transaction().execute(async (tx) => {
-    await tx.insertInto('seat').values({ name, scope: 'first' }).execute();
-    second = gw.gql(DEFINE_SEAT, { input: { name, scope: 'second' } });
-    await aStatementWaitsOnALock(gw.mesh.db);
-  });
-  const answer = await second!;
+  const first = { locks: (tx: Transaction<DB>) => tx.insertInto('seat').values({ name, scope: 'first' }).execute() };
+  const answer = await racedAgainstATransaction(gw.mesh.db, first, () => gw.gql(DEFINE_SEAT, { input: { name, scope: 'second' } }));
   expect(answer.errors, JSON.stringify(answer.errors)).toBeUndefined();
   expect(answer.data.defineSeat).toMatchObject({ __typename: 'MutationDefineSeatSuccess' });
   expect((await gw.gql(`query($name: String!) { seat(name: $name) { name scope } }`, { name })).data.seat).toEqual({ name, scope: 'second' });
@@ -110,15 +107,14 @@ test('two defineSeat of one new name at once: the second waits and changes the s
 test('two renames to one new name at once: the second waits and is refused as the name now taken, never INTERNAL', async () => {
   const [first, second] = [await aSeat(), await aSeat()];
   const to = `sc-wanted-${++n}`;
-  let renamed: Promise<any> | undefined;
   // The first rename's own transaction (the seat renamed, its old name an alias), held open while the second runs.
-  await gw.mesh.db.transaction().execute(async (tx) => {
-    await tx.updateTable('seat').set({ name: to }).where('name', '=', first).execute();
-    await tx.insertInto('seat_alias').values({ alias: first, seat: to }).execute();
-    renamed = gw.gql(RENAME_SEAT, { from: second, to });
-    await aStatementWaitsOnALock(gw.mesh.db);
-  });
-  const answer = await renamed!;
+  const rename = {
+    locks: async (tx: Transaction<DB>) => {
+      await tx.updateTable('seat').set({ name: to }).where('name', '=', first).execute();
+      await tx.insertInto('seat_alias').values({ alias: first, seat: to }).execute();
+    },
+  };
+  const answer = await racedAgainstATransaction(gw.mesh.db, rename, () => gw.gql(RENAME_SEAT, { from: second, to }));
   expect(answer.errors, JSON.stringify(answer.errors)).toBeUndefined();
   expect(answer.data.renameSeat).toEqual({ __typename: 'ConflictError', code: 'CONFLICT', message: `a seat named "${to}" already exists` });
   expect((await gw.gql(SEAT, { name: second })).data.seat.name).toBe(second);
