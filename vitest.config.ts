@@ -76,8 +76,9 @@ export default defineConfig({
   test: {
     // Builds the dashboard (dist/dashboard) when its sources are newer than the build: the gateway
     // serves it at `/`; and meshctl into one file (dist/test/meshctl.mjs) that the CLI tests run.
-    // And keeps one stream on the shared NATS server for the run (test/keep-jetstream-store.ts).
-    globalSetup: ['test/build-dashboard.ts', 'test/build-meshctl.ts', 'test/build-gateway.ts', 'test/keep-jetstream-store.ts'],
+    // And keeps one stream on the shared NATS server for the run (test/keep-jetstream-store.ts), and
+    // one migrated database that each file's database is copied from (test/migrated-template.ts).
+    globalSetup: ['test/build-dashboard.ts', 'test/build-meshctl.ts', 'test/build-gateway.ts', 'test/keep-jetstream-store.ts', 'test/migrated-template.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
