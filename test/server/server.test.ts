@@ -1,10 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { spawnGateway } from '../fixtures/child.js';
 import { useGateway } from '../fixtures/gateway.js';
 import { aTokensFile, startTestGateway, type TestGateway } from '../fixtures/services.js';
 
@@ -81,23 +77,3 @@ describe('with MESH_TOKENS_FILE', () => {
     expect(await collectTicks(tokened.url, { Authorization: 'Bearer read-token' })).toEqual([1, 2, 3]);
   });
 });
-
-test('with no DATABASE_URL the gateway runs on embedded PGlite under MESH_DATA_DIR, and SIGTERM stops it cleanly', async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'mesh-pglite-'));
-  try {
-    // PGlite's first start runs initdb in WebAssembly: seconds on a busy two-core machine.
-    const child = await spawnGateway({ ...env.env, DATABASE_URL: '', MESH_DATA_DIR: dataDir, PORT: '0' }, 120_000);
-    const response = await fetch(child.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: '{ seats { name } }' }),
-    });
-    const { data } = (await response.json()) as { data: { seats: { name: string }[] } };
-    expect(data.seats.map((s) => s.name)).toContain(env.controller);
-    expect(child.output()).toContain(`pglite ${dataDir}/pg`);
-    expect(await child.kill('SIGTERM')).toBe(0);
-    expect(child.output()).toContain('"signal":"SIGTERM"');
-  } finally {
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-}, 180_000);

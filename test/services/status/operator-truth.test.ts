@@ -1,13 +1,8 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { startGateway } from '../../../src/gateway.js';
 import { publishComposition } from '../../../src/services/status/replicating/wire.js';
-import { openStore } from '../../../src/store/db.js';
 import { natsCall as callOverNats } from '../../fixtures/calls.js';
 import { aComposition } from '../../fixtures/compositions.js';
 import { useGateway } from '../../fixtures/gateway.js';
@@ -175,33 +170,6 @@ describe('the gateway’s own downtime', () => {
     }
   });
 });
-
-test('a second gateway on the same embedded store is refused with the folder and the other process named', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-lock-'));
-  const first = await openStore({ databaseUrl: undefined, dataDir: dir });
-  try {
-    // The lock is per process: another live process holds it, as a second `npm start` would find.
-    await first.destroy();
-    const holder = spawn(process.execPath, [
-      '-e',
-      `require('fs').writeFileSync(${JSON.stringify(join(dir, 'pg.lock'))}, JSON.stringify({ pid: process.pid, host: require('os').hostname(), since: new Date().toISOString() })); setTimeout(() => {}, 20000)`,
-    ]);
-    try {
-      await eventually(() => holder.pid && existsSync(join(dir, 'pg.lock')), 'the other process holds the lock');
-      await expect(openStore({ databaseUrl: undefined, dataDir: dir })).rejects.toThrow(
-        new RegExp(`the embedded store ${join(dir, 'pg')} is in use by process ${holder.pid}`),
-      );
-    } finally {
-      holder.kill('SIGKILL');
-    }
-    // Its process gone, the lock it left is taken over.
-    await eventually(() => holder.exitCode !== null || holder.signalCode !== null, 'the holder gone');
-    const again = await openStore({ databaseUrl: undefined, dataDir: dir });
-    await again.destroy();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}, 60_000);
 
 test("a client's bad input is logged at info without a stack; it is not a server fault", async () => {
   const own = await testEnv('logs');
