@@ -27,7 +27,7 @@ const HEAVIEST_LAST = [
   'test/dashboard/dashboard-browser.test.ts',
   'test/services/access/jwt-sign-in.test.ts',
   'test/services/status/operator-truth.test.ts',
-  'test/server/server.test.ts',
+  'test/store/embedded-store.test.ts',
   'test/server/graphiql-offline.test.ts',
   'test/services/status/behind.test.ts',
   'test/mesh/restart.test.ts',
