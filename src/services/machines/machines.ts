@@ -217,9 +217,12 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
   const assignments = rows.flatMap((r) => [...new Set(r.modules)].map((module) => ({ r, module })));
   // Arrays unnested by Postgres: one parameter per column however many machines, where a VALUES
   // list would take one per cell and a NOT IN list would nest past the parser's stack.
+  // `for no key update`, the lock the upsert below takes anyway: it keeps two batches of one machine
+  // in turn but, unlike `for update`, does not wait for a seat being held on the machine (holdSeat
+  // key-share locks it against a forget, which still waits for this batch and this batch for it).
   return db.transaction().execute(async (tx) => {
     const before = await sql<{ name: string; last_heard_at: Date; written_at: Date | null }>`
-      select name, last_heard_at, written_at from machine where name = any(${names}::text[]) order by name for update`.execute(tx);
+      select name, last_heard_at, written_at from machine where name = any(${names}::text[]) order by name for no key update`.execute(tx);
     const previous = new Map(before.rows.map((b) => [b.name, new Date(b.last_heard_at)]));
     const written = new Map(before.rows.map((b) => [b.name, b.written_at ? new Date(b.written_at) : undefined]));
     const writtenAt = new Date().toISOString();
