@@ -142,11 +142,11 @@ test('every figure the docs tie to a constant is that constant’s value', () =>
 });
 
 // A file a doc or a comment names must exist: `src/...`, `test/...`, `docs/...`, `bench/...`,
-// `migrations/...`, `dashboard/...` from the repository's root, and a bare or partial `name.ts`
-// (or .tsx, .md, .graphql) from the naming file's folder or its parent (a sibling domain), the
-// root, src/, src/services/ or docs/ — or, bare, as
+// `migrations/...`, `dashboard/...` from the repository's root, and a bare or partial file name
+// ending .ts (or .tsx, .md, .graphql) from the naming file's folder or its parent (a sibling
+// domain), the root, src/, src/services/ or docs/ — or, bare, as
 // any file of the repository by that name. Docs are README.md, docs/*.md and every folder's
-// README; comments are those of src/, dashboard/src/ and bench/.
+// README; comments are those of src/, test/, dashboard/src/ and bench/.
 const ROOTS = ['src', 'test', 'docs', 'bench', 'migrations', 'dashboard'];
 /** Documents named that are not kept in the repository: the design contract the project is built to. */
 const OUTSIDE_THE_REPOSITORY = new Set(['DESIGN.md']);
@@ -190,7 +190,7 @@ test('every file a doc or a comment names exists', () => {
   for (const file of repository.filter((f) => f === 'README.md' || f.startsWith('docs/') || basename(f) === 'README.md')) {
     if (file.endsWith('.md')) check(file, readFileSync(file, 'utf8'));
   }
-  for (const file of repository.filter((f) => /^(src|bench|dashboard\/src)\//.test(f) && /\.tsx?$/.test(f))) {
+  for (const file of repository.filter((f) => /^(src|test|bench|dashboard\/src)\//.test(f) && /\.tsx?$/.test(f))) {
     check(file, commentsOf(readFileSync(file, 'utf8')));
   }
   expect(broken).toEqual([]);
