@@ -2,6 +2,7 @@ import type { Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Buckets } from '../../../bus/buckets.js';
 import type { Bus } from '../../../bus/nats.js';
+import { isLeaderless } from '../../../bus/retry.js';
 import type { Subjects } from '../../../bus/subjects.js';
 import { inSpan, ROOT_CONTEXT } from '../../../bus/trace-context.js';
 import { isStoreUnavailable } from '../../../kernel/errors.js';
@@ -233,9 +234,11 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
         }
         stats.failures++;
         step.forget(); // the next composition is a full one
-        if (!isStoreUnavailable(err)) return mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
-        // The last composition is still served from memory; this one is asked again shortly.
-        mesh.logger.warn({ err: String(err), seq, trigger, retryInMs: COMPOSE_RETRY_MS }, 'composing the status failed: the store is unavailable');
+        const away = isStoreUnavailable(err) ? 'the store' : isLeaderless(err) ? 'NATS' : undefined;
+        if (!away) return mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
+        // An outage the operator sees already: the last composition is still served from memory,
+        // and this one is asked again shortly (a replica that lost the lease meanwhile asks nothing).
+        mesh.logger.warn({ err: String(err), seq, trigger, retryInMs: COMPOSE_RETRY_MS }, `composing the status failed: ${away} is unavailable`);
         if (retry || stopped) return;
         retry = setTimeout(() => {
           retry = undefined;
