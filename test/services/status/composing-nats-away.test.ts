@@ -43,9 +43,7 @@ test('a composition asked as NATS goes away is warned about, not logged as an er
   // As an acting verb asks it, while this replica still trusts its serving lease.
   gw.composer.request('acted');
   await restarted;
-  const back = Date.now();
   await eventually(() => (gw.mesh.status.current()?.seq ?? 0) > before, 'a composition after NATS came back', 20_000);
-  expect(Date.now() - back).toBeLessThan(20_000);
   const errors = logged.filter((line) => (line.level as number) >= ERROR).map((line) => `${line.msg}: ${JSON.stringify(line.err ?? '')}`);
   expect(errors).toEqual([]);
   expect(logged.some((line) => line.level === WARN && line.msg === 'composing the status failed: NATS is unavailable')).toBe(true);
