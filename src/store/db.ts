@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -162,6 +162,27 @@ const isAlive = (pid: number): boolean => {
 };
 
 /**
+ * Creates `path` holding `text`, or throws EEXIST when it exists. Written whole to a file of this
+ * process's own, then linked into place: a lock created empty and then written (`wx`) could be read
+ * by a second gateway starting at that instant as one left half-written by a crash, and taken over.
+ */
+function takeWhole(path: string, text: string): void {
+  const own = `${path}.${process.pid}`;
+  writeFileSync(own, text);
+  try {
+    linkSync(own, path);
+  } catch (error) {
+    if (!NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+    writeFileSync(path, text, { flag: 'wx' });
+  } finally {
+    rmSync(own, { force: true });
+  }
+}
+
+/** What a filesystem without hard links (FAT, some network mounts) answers a link with: the lock is then created and written in two steps. */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
+
+/**
  * Takes `<dir>.lock` for this process (PGlite has no lock of its own); a lock left by a process
  * that is gone is taken over. Throws StoreInUse naming the folder and the other process. Returns
  * the release.
@@ -171,7 +192,7 @@ function lockEmbeddedStore(dir: string): () => void {
   const mine: LockHolder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      writeFileSync(path, JSON.stringify(mine), { flag: 'wx' });
+      takeWhole(path, JSON.stringify(mine));
       return () => rmSync(path, { force: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;

@@ -46,10 +46,13 @@ test('a second gateway on the same embedded store is refused with the folder and
   // The folder the first start left (made here when this test runs alone), opened and closed again.
   const first = await openStore({ databaseUrl: undefined, dataDir });
   // The lock is per process: another live process holds it, as a second `npm start` would find.
+  // Written whole and then put in place, as a gateway writes it: a file seen created but not yet
+  // written reads as one a crash left half-written, and is taken over.
   await first.destroy();
+  const lock = JSON.stringify(join(dataDir, 'pg.lock'));
   const holder = spawn(process.execPath, [
     '-e',
-    `require('fs').writeFileSync(${JSON.stringify(join(dataDir, 'pg.lock'))}, JSON.stringify({ pid: process.pid, host: require('os').hostname(), since: new Date().toISOString() })); setTimeout(() => {}, 20000)`,
+    `const fs = require('fs'); fs.writeFileSync(${lock} + '.holder', JSON.stringify({ pid: process.pid, host: require('os').hostname(), since: new Date().toISOString() })); fs.renameSync(${lock} + '.holder', ${lock}); setTimeout(() => {}, 20000)`,
   ]);
   try {
     await eventually(() => holder.pid && existsSync(join(dataDir, 'pg.lock')), 'the other process holds the lock');
