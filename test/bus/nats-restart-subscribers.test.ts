@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { NEWS_ACK_WAIT_MS, newsStreamName } from '../../src/bus/news-stream.js';
 import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually, type Received, wsSubscribe } from '../fixtures/live.js';
-import { type NatsServer, startNatsServer } from '../fixtures/nats-server.js';
+import { useNatsServer } from '../fixtures/nats-server.js';
 import { heartbeatsOf as storedHeartbeats } from '../fixtures/news.js';
 
 // A nats-server of this file's own (JetStream on a spare port), killed and started again while 50
@@ -14,13 +14,7 @@ const BEAT_EVERY_MS = 50;
 /** How long after NATS is back every subscriber must have a newer composition. */
 const RESUME_WITHIN_MS = 15_000;
 
-let nats: NatsServer;
-beforeAll(async () => {
-  nats = await startNatsServer();
-}, 60_000);
-afterAll(async () => {
-  await nats?.stop();
-});
+const nats = useNatsServer();
 const { gw, env } = useGateway('natssubs', { env: () => ({ NATS_URL: nats.url }) });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 const subscribers: Received<{ status: { seq: number } }>[] = [];

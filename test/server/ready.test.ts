@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import { COMPOSITION_STALE_MS } from '../../src/server/health.js';
 import { useGateway } from '../fixtures/gateway.js';
 import { eventually } from '../fixtures/live.js';
-import { type NatsServer, startNatsServer } from '../fixtures/nats-server.js';
+import { useNatsServer } from '../fixtures/nats-server.js';
 
 // NATS of this file's own: the test stops it.
-let nats: NatsServer;
-beforeAll(async () => {
-  nats = await startNatsServer();
-});
-afterAll(async () => {
-  await nats?.stop();
-});
+const nats = useNatsServer();
 const { gw: gateway, env } = useGateway('ready', { env: () => ({ NATS_URL: nats.url }) });
 let origin: string;
 beforeAll(() => {

@@ -3,18 +3,12 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { NEWS_ACK_WAIT_MS, newsStreamName } from '../../../src/bus/news-stream.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
-import { type NatsServer, startNatsServer } from '../../fixtures/nats-server.js';
+import { useNatsServer } from '../../fixtures/nats-server.js';
 import { heartbeatsOf as storedHeartbeats } from '../../fixtures/news.js';
 
 // A nats-server of this file's own (JetStream on a spare port), killed and started again mid-stream;
 // the shared one is never touched. Its store dir survives the restart, as a server's disk does.
-let nats: NatsServer;
-beforeAll(async () => {
-  nats = await startNatsServer();
-}, 60_000);
-afterAll(async () => {
-  await nats?.stop();
-});
+const nats = useNatsServer();
 const { gw, env } = useGateway('natsrestart', { env: () => ({ NATS_URL: nats.url }) });
 let agent: Awaited<ReturnType<typeof anAgent>>;
 beforeAll(async () => {

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { useGateway } from '../../fixtures/gateway.js';
 import { eventually } from '../../fixtures/live.js';
 import { type LogLine, logInto } from '../../fixtures/log.js';
-import { type NatsServer, startNatsServer } from '../../fixtures/nats-server.js';
+import { useNatsServer } from '../../fixtures/nats-server.js';
 
 // A composition asked just as NATS goes away (it reads the kept seq from a bucket, then publishes)
 // fails for NATS's reason: an outage the operator already sees, said at warn, and asked again once
@@ -13,22 +13,7 @@ const NATS_DOWN_MS = 6_000;
 const ERROR = 50;
 const WARN = 40;
 
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-let nats: NatsServer;
-beforeAll(async () => {
-  nats = await startNatsServer();
-}, 60_000);
-afterAll(async () => {
-  await nats?.stop();
-});
+const nats = useNatsServer();
 const logged: LogLine[] = [];
 const { gw } = useGateway('composenats', { env: () => ({ NATS_URL: nats.url }), logger: () => logInto(logged, 'info') });
 
@@ -37,12 +22,11 @@ test('a composition asked as NATS goes away is warned about, not logged as an er
   const before = gw.mesh.status.current()!.seq;
   // None in flight: one started before the kill would read the kept seq in time and end past it.
   await eventually(() => !gw.composer.composing(), 'no composition in flight');
-  const pid = nats.pid;
-  const restarted = nats.restart({ downMs: NATS_DOWN_MS });
-  await eventually(() => !isAlive(pid), 'the NATS server gone');
+  await nats.kill();
   // As an acting verb asks it, while this replica still trusts its serving lease.
   gw.composer.request('acted');
-  await restarted;
+  await new Promise((resolve) => setTimeout(resolve, NATS_DOWN_MS));
+  await nats.start();
   await eventually(() => (gw.mesh.status.current()?.seq ?? 0) > before, 'a composition after NATS came back', 20_000);
   const errors = logged.filter((line) => (line.level as number) >= ERROR).map((line) => `${line.msg}: ${JSON.stringify(line.err ?? '')}`);
   expect(errors).toEqual([]);
