@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { recordHeartbeats } from '../../../src/services/machines/machines.js';
-import { aMachine } from '../../fixtures/mesh.js';
+import { aMachine, aStatementWaitsNow } from '../../fixtures/mesh.js';
 import { freshStore } from '../../fixtures/services.js';
 
 // Heartbeats are the hot path: a batch of them must not wait on a seat being held on one of its
@@ -14,13 +14,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await store?.close();
 });
-
-/** Whether a statement on the store's database waits on a lock now. */
-const aStatementWaits = async (): Promise<boolean> => {
-  const { rows } = await sql<{ waiting: number }>`
-    select count(*)::int as waiting from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(store.db);
-  return rows[0]!.waiting > 0;
-};
 
 test('a batch of heartbeats is recorded while a seat hold on one of its machines is in flight, without waiting for it', async () => {
   const held = await aMachine(store.db, { modules: ['broker'] });
@@ -40,7 +33,7 @@ test('a batch of heartbeats is recorded while a seat hold on one of its machines
     });
     recorded.catch(() => undefined); // answered below, after the commit
     // Until the batch is recorded, or is seen parked behind this transaction's locks.
-    while (!done && !waitedOnALock) waitedOnALock = await aStatementWaits();
+    while (!done && !waitedOnALock) waitedOnALock = await aStatementWaitsNow(store.db);
   });
   await recorded;
   expect(waitedOnALock).toBe(false);
