@@ -28,29 +28,41 @@ async function keptInStream(prefix: string): Promise<Record<string, number>> {
   return Object.fromEntries(perMachine.filter(([machine]) => machine.startsWith(prefix)));
 }
 
-// NATS 2.9 writes what its stream took to its files a few milliseconds later (its flusher), so a
-// SIGKILL takes the last instant's news with it: after the restart the stream held 29 of each
-// machine's 30 heartbeats, and the gateway had all 30 only when it had read the lost round before
-// the kill (under the whole suite's load it once had not: 29 stored, the test failed for NATS's
-// reason). What the gateway owes is every heartbeat the stream kept; that the stream lost no more
-// than the round of the kill's instant is checked too, so a restart that lost more still fails.
+// What a SIGKILL of the server loses is the agent's, not the stream's: nats.js keeps what is
+// published while its connection is down in a buffer it empties at each redial (`prepare()` resets
+// the outbound buffer), so the rounds published between the kill and the reconnect never reach the
+// server (one round when quiet, two under the whole suite's load, measured). Every round the server
+// answered before the kill, and every round published after the reconnect, must be kept; what the
+// gateway owes is every heartbeat the stream kept.
 test(
-  'NATS killed and started again while news flows: every heartbeat the stream kept is stored, and it lost at most the kill’s instant',
+  'NATS killed and started again while news flows: every heartbeat the stream kept is stored, and it kept every round sent outside the outage',
   async () => {
     const MACHINES = 20;
     const BEATS = 30;
+    let killedAt = Number.POSITIVE_INFINITY;
+    let reconnectedAt = Number.POSITIVE_INFINITY;
+    (async () => {
+      for await (const status of agent.nc.status()) if (status.type === 'reconnect') reconnectedAt = Math.min(reconnectedAt, Date.now());
+    })().catch(() => undefined);
     let restarted: Promise<void> | undefined;
+    let outsideOutage = 0;
     for (let beat = 0; beat < BEATS; beat++) {
+      const sentAfterReconnect = Date.now() > reconnectedAt;
       for (let m = 0; m < MACHINES; m++) agent.heartbeat(env.subjects, `r-${m}`, { modules: ['broker'] });
-      await agent.nc.flush().catch(() => undefined); // while the server is down the client buffers
-      if (beat === BEATS / 2) restarted = nats.restart({ downMs: 500 });
+      await agent.nc.flush().catch(() => undefined); // while the server is down this waits for the redial
+      if (sentAfterReconnect || Date.now() < killedAt) outsideOutage++;
+      if (beat === BEATS / 2) {
+        killedAt = Date.now();
+        restarted = nats.restart({ downMs: 500 });
+      }
       await new Promise((r) => setTimeout(r, 30));
     }
     await restarted;
     await agent.nc.flush();
     const kept = await keptInStream('r-');
     expect(Object.keys(kept)).toHaveLength(MACHINES);
-    expect(Math.min(...Object.values(kept)), JSON.stringify(kept)).toBeGreaterThanOrEqual(BEATS - 1);
+    expect(outsideOutage).toBeGreaterThan(BEATS / 2);
+    expect(Math.min(...Object.values(kept)), JSON.stringify(kept)).toBeGreaterThanOrEqual(outsideOutage);
     // News delivered to the gateway just as the server died comes again after NEWS_ACK_WAIT_MS at most.
     let stored: Record<string, number> = {};
     const storedEveryKept = () => Object.entries(kept).every(([machine, n]) => (stored[machine] ?? 0) >= n);
