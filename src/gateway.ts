@@ -23,6 +23,7 @@ import type { Mesh } from './services/mesh.js';
 import { startNewsHearing } from './services/news/hearing.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
 import { startPlanChanges } from './services/plans/changes.js';
+import { startApplyResends } from './services/plans/resends.js';
 import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
@@ -175,7 +176,9 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const composer = startComposer(mesh);
     composing = composer;
     const applyTimeouts = startApplyTimeouts(mesh);
+    const applyResends = startApplyResends(mesh);
     stops.push(
+      async () => applyResends.stop(),
       () => pruning.stop(),
       () => news.stop(),
       () => composer.stop(),

@@ -27,6 +27,7 @@ import * as ingest from '../src/services/news/ingest.js';
 import * as malformedLog from '../src/services/news/malformed-log.js';
 import * as wire from '../src/services/news/wire.js';
 import * as plan from '../src/services/plans/plan.js';
+import * as resends from '../src/services/plans/resends.js';
 import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as compose from '../src/services/status/composing/compose.js';
@@ -75,6 +76,7 @@ const modules = [
   wire,
   plan,
   timeouts,
+  resends,
   leases,
   composer,
   composition,

@@ -1,0 +1,38 @@
+import { expect, test } from 'vitest';
+import { push } from '../../../src/services/plans/plans.js';
+import { useGateway } from '../../fixtures/gateway.js';
+import { eventually } from '../../fixtures/live.js';
+import { useNatsServer } from '../../fixtures/nats-server.js';
+import { aSeatClaimedBy, useMachinesAgent } from '../../fixtures/plans.js';
+
+// A nats-server of this file's own, killed and started again; the shared one is never touched.
+// nats.js drops what is published while its connection is down (it empties its buffer at each
+// redial), so an apply published then, or just before the loss was noticed, never reaches a machine.
+const nats = useNatsServer();
+const { gw, env } = useGateway('applyresend', { env: () => ({ NATS_URL: nats.url }) });
+const { appliesOf, report } = useMachinesAgent(gw, env, () => nats.url);
+
+test('applies sent while NATS was away, or just before, are sent again once it is back: only to the machines still awaited', async () => {
+  await aSeatClaimedBy(gw, 'web-before', 'web', [
+    { machine: 'before-1', site: 'site-a' },
+    { machine: 'before-2', site: 'site-a' },
+  ]);
+  await aSeatClaimedBy(gw, 'web-during', 'web', [{ machine: 'during-1', site: 'site-a' }]);
+  const before = await push(gw.mesh, { seat: 'web-before', build: 'build-1' });
+  await eventually(() => appliesOf(before.id)[0], 'the apply sent before the outage heard');
+  report('before-1', before.id, 'build-1', true);
+  await eventually(
+    async () =>
+      (await gw.mesh.db.selectFrom('plan_apply').select('ok').where('plan', '=', before.id).where('machine', '=', 'before-1').executeTakeFirst())?.ok === true,
+    "before-1's report written",
+  );
+
+  await nats.kill();
+  const during = await push(gw.mesh, { seat: 'web-during', build: 'build-2' });
+  await nats.start();
+
+  const sentDuring = await eventually(() => appliesOf(during.id)[0], 'the apply sent during the outage heard', 30_000);
+  expect(sentDuring).toEqual({ plan: during.id, tier: 0, build: 'build-2', machines: ['during-1'] });
+  const resent = await eventually(() => appliesOf(before.id)[1], 'the apply before the outage sent again', 30_000);
+  expect(resent).toEqual({ plan: before.id, tier: 0, build: 'build-1', machines: ['before-2'] });
+}, 90_000);
