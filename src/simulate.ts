@@ -12,6 +12,13 @@ import type { ApplyMessage } from './services/plans/rollout.js';
 export const SIMULATED_MACHINES_MAX = 50_000;
 const TICK_MS = 100;
 const PROGRESS_EVERY_MS = 10_000;
+/**
+ * nats.js drops what is published while its connection is down (it empties its buffer at each
+ * redial), and the socket may have taken the last instant's before the loss was noticed: reports
+ * sent from this long before the loss are sent again when the connection is back, as a real agent
+ * would. The gateway counts only a machine's first report of a plan.
+ */
+const REPORTS_RESENT_LOOKBACK_MS = 10_000;
 
 const usage = `npm run simulate -- [--machines N] [--sites S] [--seconds T] [--fail-rate F] [--slow-rate R] [--build-every SEC]
   Agents that heartbeat every MESH_HEARTBEAT_S on NATS_URL under MESH_SUBJECTS, answer each apply with a
@@ -99,7 +106,14 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, config.logFormat);
   const subjects = subjectsUnder(config.subjects);
   const heartbeatMs = config.heartbeatSeconds * 1000;
-  const nc = await connect({ servers: natsUrlFor(config), user: config.natsUser, pass: config.natsPassword, name: 'mesh-simulator' });
+  // Reconnects for ever, as the gateway does: nats.js gives up after ten attempts by default.
+  const nc = await connect({
+    servers: natsUrlFor(config),
+    user: config.natsUser,
+    pass: config.natsPassword,
+    name: 'mesh-simulator',
+    maxReconnectAttempts: -1,
+  });
   const mesh = agents(opts.machines, opts.sites, heartbeatMs);
   const byName = new Map(mesh.map((a) => [a.name, a]));
   const counts = { heartbeats: 0, applies: 0, reports: 0, failed: 0, builds: 0 };
@@ -112,6 +126,34 @@ async function main(): Promise<void> {
     timers.add(t);
   };
   const publish = (subject: string, body: unknown) => nc.publish(subject, JSON.stringify(body));
+  // Reports kept to be sent again after a lost connection: those of the last REPORTS_RESENT_LOOKBACK_MS,
+  // and while the connection is down every one since then (one per machine per plan applied).
+  const reportsKept: { at: number; subject: string; body: unknown }[] = [];
+  let lostAt: number | undefined;
+  const publishReport = (subject: string, body: unknown) => {
+    const at = Date.now();
+    if (lostAt === undefined) {
+      let expired = 0;
+      while (expired < reportsKept.length && reportsKept[expired]!.at < at - REPORTS_RESENT_LOOKBACK_MS) expired++;
+      if (expired > 0) reportsKept.splice(0, expired);
+    }
+    reportsKept.push({ at, subject, body });
+    publish(subject, body);
+  };
+  (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') {
+        lostAt ??= Date.now();
+        logger.warn({ server: status.server }, 'NATS connection lost: reconnecting');
+      } else if (status.type === 'reconnect' && lostAt !== undefined) {
+        const since = lostAt - REPORTS_RESENT_LOOKBACK_MS;
+        lostAt = undefined;
+        const again = reportsKept.filter((r) => r.at >= since);
+        for (const r of again) publish(r.subject, r.body);
+        logger.warn({ server: nc.getServer(), reportsSentAgain: again.length }, 'NATS connected again');
+      }
+    }
+  })().catch(() => undefined);
 
   const beat = setInterval(() => {
     const now = Date.now();
@@ -146,7 +188,7 @@ async function main(): Promise<void> {
         const ms = slow ? 3_000 + Math.random() * 5_000 : 200 + Math.random() * 1_300;
         later(ms, () => {
           reporting.delete(key);
-          publish(subjects.machineNews(machine), {
+          publishReport(subjects.machineNews(machine), {
             kind: 'report',
             plan: apply.plan,
             build: apply.build,

@@ -1,5 +1,5 @@
 import { byName } from '../../kernel/names.js';
-import { type ApplyMessage, publishApplies, type RolloutMesh } from './rollout.js';
+import { type ApplyMessage, type RolloutMesh, sendApply } from './rollout.js';
 
 /**
  * How long before its loss was noticed a connection may have taken applies that never left it. A
@@ -55,7 +55,7 @@ async function resendAwaitedApplies(mesh: RolloutMesh, since: Date): Promise<App
   }
   const applies = [...byPlan.values()].sort((a, b) => byName(a.plan, b.plan));
   for (const apply of applies) apply.machines.sort(byName);
-  publishApplies(mesh, applies);
+  for (const apply of applies) sendApply(mesh, apply);
   return applies;
 }
 
@@ -86,7 +86,9 @@ export function startApplyResends(mesh: RolloutMesh): { stop(): void } {
   const resend = (since: Date) =>
     resendAwaitedApplies(mesh, since).then(
       (applies) => {
-        if (applies.length > 0) mesh.logger.warn({ plans: applies.map((a) => a.plan), since }, 'NATS was away: applies that may have been lost sent again');
+        if (applies.length === 0) return;
+        const machines = applies.reduce((n, a) => n + a.machines.length, 0);
+        mesh.logger.warn({ plans: applies.map((a) => a.plan), machines, since }, 'NATS was away: applies that may have been lost sent again');
       },
       (err) => mesh.logger.warn({ err, since }, 'NATS was away, and sending its applies again failed: they are left to the apply time-out'),
     );

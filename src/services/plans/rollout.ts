@@ -113,13 +113,18 @@ export async function announceOpened(mesh: RolloutMesh, opened: readonly string[
   await openRollouts(mesh, opened);
 }
 
-/** Publishes each apply on `<subjects>.plan.<id>.apply`; after commit. */
+/** Publishes one apply on `<subjects>.plan.<id>.apply`, in a producer span whose context it carries. */
+export function sendApply(mesh: Pick<RolloutMesh, 'bus' | 'subjects'>, apply: ApplyMessage): void {
+  const subject = mesh.subjects.planApply(apply.plan);
+  inSpanSync(`plan apply ${apply.plan}`, { kind: SpanKind.PRODUCER, attributes: natsSpanAttributes(subject) }, () =>
+    mesh.bus.nc.publish(subject, JSON.stringify(apply), { headers: traceHeaders() }),
+  );
+}
+
+/** Publishes each apply of a tier begun; after commit. */
 export function publishApplies(mesh: RolloutMesh, applies: readonly ApplyMessage[]): void {
   for (const apply of applies) {
-    const subject = mesh.subjects.planApply(apply.plan);
-    inSpanSync(`plan apply ${apply.plan}`, { kind: SpanKind.PRODUCER, attributes: natsSpanAttributes(subject) }, () =>
-      mesh.bus.nc.publish(subject, JSON.stringify(apply), { headers: traceHeaders() }),
-    );
+    sendApply(mesh, apply);
     mesh.logger.info({ plan: apply.plan, tier: apply.tier, machines: apply.machines.length }, 'plan tier applied');
   }
 }
