@@ -13,11 +13,11 @@ export const APPLY_RESEND_LOOKBACK_MS = 10_000;
 export const APPLY_RESEND_PLANS_MAX = 100;
 
 /**
- * Publishes again, for each OPEN plan, its current tier's applies sent since `since` that await a
- * report: one apply per plan naming only those machines. A machine that gets an apply twice
- * reports twice, and the second report changes nothing. Answers the applies sent.
+ * Publishes again, for each OPEN plan, its current tier's applies sent from `since` to before
+ * `until` that await a report: one apply per plan naming only those machines. A machine that gets
+ * an apply twice reports twice, and the second report changes nothing. Answers the applies sent.
  */
-async function resendAwaitedApplies(mesh: RolloutMesh, since: Date): Promise<ApplyMessage[]> {
+export async function resendAwaitedApplies(mesh: RolloutMesh, since: Date, until: Date): Promise<ApplyMessage[]> {
   const awaited = (await mesh.db
     .selectFrom('plan_apply as pa')
     .innerJoin('plan as p', 'p.id', 'pa.plan')
@@ -28,6 +28,7 @@ async function resendAwaitedApplies(mesh: RolloutMesh, since: Date): Promise<App
     .where('pa.reported_at', 'is', null)
     .where('pa.ok', 'is', null)
     .where('pa.sent_at', '>=', since)
+    .where('pa.sent_at', '<', until)
     .orderBy('p.id')
     .limit(APPLY_RESEND_PLANS_MAX)
     .execute()) as { id: string }[];
@@ -46,6 +47,7 @@ async function resendAwaitedApplies(mesh: RolloutMesh, since: Date): Promise<App
     .where('pa.reported_at', 'is', null)
     .where('pa.ok', 'is', null)
     .where('pa.sent_at', '>=', since)
+    .where('pa.sent_at', '<', until)
     .execute();
   const byPlan = new Map<string, ApplyMessage>();
   for (const row of rows) {
@@ -71,9 +73,10 @@ const APPLY_RESEND_AFTER_RECONNECT_MS = [0, 3_000, 15_000] as const;
 /**
  * Sends again, each time this replica's NATS connection comes back, the applies that may have been
  * lost with it (at each of APPLY_RESEND_AFTER_RECONNECT_MS): those awaiting a report that were sent
- * from APPLY_RESEND_LOOKBACK_MS before the loss was noticed on. nats.js drops what is published
- * while the connection is down (it empties its buffer at each redial), and a plan whose apply never
- * arrived would stop at its time-out.
+ * from APPLY_RESEND_LOOKBACK_MS before the loss was noticed until it came back (a tier begun since
+ * went out on a live connection). nats.js drops what is published while the connection is down (it
+ * empties its buffer at each redial), and a plan whose apply never arrived would stop at its
+ * time-out.
  */
 export function startApplyResends(mesh: RolloutMesh): { stop(): void } {
   const statuses = mesh.bus.nc.status() as AsyncIterable<{ type: string }> & { stop?(): void };
@@ -83,12 +86,12 @@ export function startApplyResends(mesh: RolloutMesh): { stop(): void } {
     for (const timer of timers) clearTimeout(timer);
     timers = [];
   };
-  const resend = (since: Date) =>
-    resendAwaitedApplies(mesh, since).then(
+  const resend = (since: Date, until: Date) =>
+    resendAwaitedApplies(mesh, since, until).then(
       (applies) => {
         if (applies.length === 0) return;
         const machines = applies.reduce((n, a) => n + a.machines.length, 0);
-        mesh.logger.warn({ plans: applies.map((a) => a.plan), machines, since }, 'NATS was away: applies that may have been lost sent again');
+        mesh.logger.warn({ plans: applies.map((a) => a.plan), machines, since, until }, 'NATS was away: applies that may have been lost sent again');
       },
       (err) => mesh.logger.warn({ err, since }, 'NATS was away, and sending its applies again failed: they are left to the apply time-out'),
     );
@@ -100,10 +103,11 @@ export function startApplyResends(mesh: RolloutMesh): { stop(): void } {
         lostAt ??= Date.now();
       } else if (status.type === 'reconnect' && lostAt !== undefined) {
         const since = new Date(lostAt - APPLY_RESEND_LOOKBACK_MS);
+        const until = new Date();
         timers = APPLY_RESEND_AFTER_RECONNECT_MS.map((afterMs, i) =>
           setTimeout(() => {
             if (i === APPLY_RESEND_AFTER_RECONNECT_MS.length - 1) lostAt = undefined;
-            void resend(since);
+            void resend(since, until);
           }, afterMs).unref(),
         );
       }

@@ -1,5 +1,6 @@
 import { expect, test } from 'vitest';
 import { push } from '../../../src/services/plans/plans.js';
+import { resendAwaitedApplies } from '../../../src/services/plans/resends.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { eventually } from '../../fixtures/live.js';
 import { useNatsServer } from '../../fixtures/nats-server.js';
@@ -36,3 +37,18 @@ test('applies sent while NATS was away, or just before, are sent again once it i
   const resent = await eventually(() => appliesOf(before.id)[1], 'the apply before the outage sent again', 30_000);
   expect(resent).toEqual({ plan: before.id, tier: 0, build: 'build-1', machines: ['before-2'] });
 }, 90_000);
+
+test('a resend names the applies sent from the loss to the return, not those sent before or since', async () => {
+  await aSeatClaimedBy(gw, 'web-window', 'web', [{ machine: 'window-1', site: 'site-a' }]);
+  const before = new Date();
+  const plan = await push(gw.mesh, { seat: 'web-window', build: 'build-3' });
+  await eventually(() => appliesOf(plan.id)[0], 'its apply heard');
+  const after = new Date(Date.now() + 1);
+  const resentOf = async (since: Date, until: Date) => (await resendAwaitedApplies(gw.mesh, since, until)).filter((a) => a.plan === plan.id);
+
+  expect(await resentOf(before, after)).toEqual([{ plan: plan.id, tier: 0, build: 'build-3', machines: ['window-1'] }]);
+  // Sent after the connection came back: it went out on a live connection.
+  expect(await resentOf(new Date(before.getTime() - 60_000), before)).toEqual([]);
+  // Sent before the loss's look-back: not in doubt.
+  expect(await resentOf(after, new Date(after.getTime() + 60_000))).toEqual([]);
+});
