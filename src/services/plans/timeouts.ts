@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { byName } from '../../kernel/names.js';
 import type { Store } from '../../store/db.js';
 import type { MeshEvents } from '../events.js';
+import type { DeafSpan } from '../machines/machines.js';
 import type { Leases } from '../replicas/leases.js';
 
 /** The sweep looks for timed-out applies at most this far apart: every min(5 s, the time-out / 4). */
@@ -11,13 +12,30 @@ export const APPLY_SWEEP_EVERY_MIN_MS = 10;
 /** One sweep stops at most this many plans; any more wait for the next sweep. */
 export const APPLY_SWEEP_PLANS_MAX = 100;
 
-/** What the apply time-out needs of the mesh: the store, the bound, the serving lease, the replica's events. */
+/** What the apply time-out needs of the mesh: the store, the bound, the serving lease, the replica's events, how far the news is heard. */
 export interface ApplyTimeoutMesh {
   db: Store;
   logger: Logger;
   events: MeshEvents;
   config: { bounds: { applySeconds: number } };
   leases: Pick<Leases, 'isServing'>;
+  /** The instant up to which every report is written, and the spans this replica could not hear (src/services/news/hearing.ts). */
+  hearing: { current(): { heardUntilMs: number; deaf: readonly DeafSpan[] } };
+}
+
+/**
+ * The heard instant an apply sent at `sentMs` times out at: `timeoutMs` later, and later again by
+ * each span the gateway could not hear within it (oldest first), since no report could be heard
+ * then; never while one is still open. As a machine's silence is judged (machineState).
+ */
+export function applyDeadlineMs(sentMs: number, timeoutMs: number, deaf: readonly DeafSpan[]): number {
+  let at = sentMs + timeoutMs;
+  for (const span of deaf) {
+    if (span.toMs <= sentMs) continue;
+    if (span.fromMs >= at) break;
+    at += span.toMs - Math.max(span.fromMs, sentMs);
+  }
+  return at;
 }
 
 /** How often the sweep runs for a time-out of `applySeconds`. */
@@ -25,14 +43,21 @@ export const applySweepEveryMs = (applySeconds: number): number =>
   Math.max(APPLY_SWEEP_EVERY_MIN_MS, Math.min(APPLY_SWEEP_EVERY_MAX_MS, (applySeconds * 1000) / 4));
 
 /**
- * Fails every apply of an OPEN plan's current tier sent more than `applySeconds` ago without a
- * report (ok false, detail `no report within N s`; reportedAt stays null: no report came) and stops
- * its plan (STOPPED, stopReason naming the first such machine by name). The plans are locked in id
- * order, as applyReports locks them, and judged again under the lock. Answers the plans stopped.
+ * Fails every apply of an OPEN plan's current tier without a report past its deadline
+ * (applyDeadlineMs), judged at the instant up to which reports are written, never past `now`: a
+ * report stored but not yet written (a replica behind, or dead holding it) is not a missing one.
+ * Such an apply fails (ok false, detail `no report within N s`; reportedAt stays null: no report
+ * came) and its plan stops (STOPPED, stopReason naming the first such machine by name). The plans
+ * are locked in id order, as applyReports locks them, and judged again under the lock. Answers the
+ * plans stopped.
  */
 export async function sweepApplyTimeouts(mesh: ApplyTimeoutMesh, now = new Date()): Promise<string[]> {
   const seconds = mesh.config.bounds.applySeconds;
-  const cutoff = new Date(now.getTime() - seconds * 1000);
+  const heard = mesh.hearing.current();
+  const atMs = Math.min(now.getTime(), heard.heardUntilMs);
+  // Sent before it: due unless a deaf span puts its deadline later (applyDeadlineMs).
+  const cutoff = new Date(atMs - seconds * 1000);
+  const timedOut = (sentAt: Date) => applyDeadlineMs(sentAt.getTime(), seconds * 1000, heard.deaf) < atMs;
   const detail = `no report within ${seconds} s`;
   const stopped = await mesh.db.transaction().execute(async (tx) => {
     const due = await tx
@@ -63,14 +88,25 @@ export async function sweepApplyTimeouts(mesh: ApplyTimeoutMesh, now = new Date(
     const ids: { id: string; tier: number; machines: string[] }[] = [];
     for (const plan of plans) {
       if (plan.state !== 'OPEN') continue;
-      const failed = await tx
-        .updateTable('plan_apply')
-        .set({ ok: false, detail })
+      const awaited = await tx
+        .selectFrom('plan_apply')
+        .select(['machine', 'sent_at'])
         .where('plan', '=', plan.id)
         .where('tier', '=', plan.tier)
         .where('reported_at', 'is', null)
         .where('ok', 'is', null)
         .where('sent_at', '<', cutoff)
+        .execute();
+      const late = awaited.filter((a) => timedOut(new Date(a.sent_at))).map((a) => a.machine);
+      if (late.length === 0) continue;
+      const failed = await tx
+        .updateTable('plan_apply')
+        .set({ ok: false, detail })
+        .where('plan', '=', plan.id)
+        .where('tier', '=', plan.tier)
+        .where('machine', 'in', late)
+        .where('reported_at', 'is', null)
+        .where('ok', 'is', null)
         .returning('machine')
         .execute();
       if (failed.length === 0) continue;

@@ -1,7 +1,8 @@
 import pino from 'pino';
 import { beforeAll, expect, test } from 'vitest';
 import { MeshEvents } from '../../../src/services/events.js';
-import { startApplyTimeouts } from '../../../src/services/plans/timeouts.js';
+import { startApplyTimeouts, sweepApplyTimeouts } from '../../../src/services/plans/timeouts.js';
+import type { Store } from '../../../src/store/db.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { eventually } from '../../fixtures/live.js';
 import { aSeatClaimedBy, useMachinesAgent } from '../../fixtures/plans.js';
@@ -22,6 +23,22 @@ beforeAll(async () => {
 });
 
 const PLAN = 'id state stopReason applies { tier machine reportedAt ok detail }';
+
+/** An OPEN plan of seat `svc` whose one apply (to m1, tier 0) was sent at `sentAt`, written straight to the store. */
+async function anOpenPlanSentAt(db: Store, id: string, sentAt: Date): Promise<void> {
+  await db
+    .insertInto('seat')
+    .values({ name: 'svc' })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+  await db
+    .insertInto('plan')
+    .values({ id, seat: 'svc', build: 'b', tiers: JSON.stringify([['m1']]), state: 'OPEN', tier: 0, opened_at: sentAt, tier_started_at: sentAt })
+    .execute();
+  await db.insertInto('plan_apply').values({ plan: id, tier: 0, machine: 'm1', sent_at: sentAt }).execute();
+}
+
+const stateOf = async (db: Store, id: string) => (await db.selectFrom('plan').select('state').where('id', '=', id).executeTakeFirstOrThrow()).state;
 
 test('an apply without a report past MESH_APPLY_TIMEOUT_S counts as failed and stops the plan, with the time-out as its stopReason', async () => {
   const pushed = await gw.gql(
@@ -68,25 +85,12 @@ test('only the replica holding the serving lease sweeps timed-out applies', asyn
         return serving;
       },
     },
+    // Every report heard up to now, nothing deaf: this test is about the lease, not the heard instant.
+    hearing: { current: () => ({ heardUntilMs: Date.now(), deaf: [] }) },
   });
   try {
-    await store.db.insertInto('seat').values({ name: 'svc' }).execute();
-    const hourAgo = new Date(Date.now() - 3_600_000);
-    await store.db
-      .insertInto('plan')
-      .values({
-        id: 'plan-old',
-        seat: 'svc',
-        build: 'b',
-        tiers: JSON.stringify([['m1']]),
-        state: 'OPEN',
-        tier: 0,
-        opened_at: hourAgo,
-        tier_started_at: hourAgo,
-      })
-      .execute();
-    await store.db.insertInto('plan_apply').values({ plan: 'plan-old', tier: 0, machine: 'm1', sent_at: hourAgo }).execute();
-    const state = async () => (await store.db.selectFrom('plan').select(['state', 'stop_reason']).where('id', '=', 'plan-old').executeTakeFirstOrThrow()).state;
+    await anOpenPlanSentAt(store.db, 'plan-old', new Date(Date.now() - 3_600_000));
+    const state = () => stateOf(store.db, 'plan-old');
 
     // Sweeps came due while not serving (each asked the lease): none may have touched the plan.
     const asked = leaseAsked;
@@ -96,6 +100,31 @@ test('only the replica holding the serving lease sweeps timed-out applies', asyn
     await eventually(async () => (await state()) === 'STOPPED', 'the plan stopped once this replica serves');
   } finally {
     await timeouts.stop();
+    await store.close();
+  }
+});
+
+test('an apply is judged at the instant reports are written up to, not the clock: while the news is written only to before its deadline it does not time out', async () => {
+  const store = await freshStore('plans_sweep_heard');
+  try {
+    const sentAt = new Date(Date.now() - 3_600_000);
+    await anOpenPlanSentAt(store.db, 'plan-behind', sentAt);
+    let heardUntilMs = sentAt.getTime() + 30_000;
+    const mesh = {
+      db: store.db,
+      logger: pino({ level: 'silent' }),
+      events: new MeshEvents(),
+      config: { bounds: { applySeconds: 60 } },
+      leases: { isServing: () => true },
+      hearing: { current: () => ({ heardUntilMs, deaf: [] }) },
+    };
+    // An hour after it was sent by the clock, but reports are written only up to 30 s after: its report may be among the rest.
+    expect(await sweepApplyTimeouts(mesh)).toEqual([]);
+    expect(await stateOf(store.db, 'plan-behind')).toBe('OPEN');
+    heardUntilMs = sentAt.getTime() + 61_000;
+    expect(await sweepApplyTimeouts(mesh)).toEqual(['plan-behind']);
+    expect(await stateOf(store.db, 'plan-behind')).toBe('STOPPED');
+  } finally {
     await store.close();
   }
 });
