@@ -11,12 +11,13 @@ import { aSeatClaimedBy, useMachinesAgent } from '../../fixtures/plans.js';
 // nats.js drops what is published while its connection is down (it empties its buffer at each
 // redial), so an apply published then, or just before the loss was noticed, never reaches a machine.
 const nats = useNatsServer();
-// The apply time-out is 8 s: longer than the first test's outage and resends take, shorter than the last test's outage.
+// The apply time-out is 8 s, the outage 10 s: by the clock every apply sent before it is past its time-out.
 const APPLY_TIMEOUT_S = 8;
+const OUTAGE_MS = (APPLY_TIMEOUT_S + 2) * 1000;
 const { gw, env } = useGateway('applyresend', { env: () => ({ NATS_URL: nats.url, MESH_APPLY_TIMEOUT_S: String(APPLY_TIMEOUT_S) }) });
 const { appliesOf, report } = useMachinesAgent(gw, env, () => nats.url);
 
-test('applies sent while NATS was away, or just before, are sent again once it is back: only to the machines still awaited', async () => {
+test('an outage longer than the apply time-out: applies sent during it, or just before, are sent again once NATS is back, only to the machines still awaited, none times out, and both plans end DONE', async () => {
   await aSeatClaimedBy(gw, 'web-before', 'web', [
     { machine: 'before-1', site: 'site-a' },
     { machine: 'before-2', site: 'site-a' },
@@ -32,13 +33,29 @@ test('applies sent while NATS was away, or just before, are sent again once it i
   );
 
   await nats.kill();
+  const killedAt = Date.now();
   const during = await push(gw.mesh, { seat: 'web-during', build: 'build-2' });
+  await new Promise((r) => setTimeout(r, killedAt + OUTAGE_MS - Date.now()));
   await nats.start();
+  const backAt = Date.now();
+
+  // A sweep once the news is heard past the outage: by the clock both applies are past their
+  // time-out, by what could be heard well under it.
+  await eventually(() => gw.mesh.hearing.current().heardUntilMs > backAt, 'the news heard past the outage');
+  const swept = await sweepApplyTimeouts(gw.mesh);
+  expect(swept).not.toContain(before.id);
+  expect(swept).not.toContain(during.id);
 
   const sentDuring = await eventually(() => appliesOf(during.id)[0], 'the apply sent during the outage heard', 30_000);
   expect(sentDuring).toEqual({ plan: during.id, tier: 0, build: 'build-2', machines: ['during-1'] });
   const resent = await eventually(() => appliesOf(before.id)[1], 'the apply before the outage sent again', 30_000);
   expect(resent).toEqual({ plan: before.id, tier: 0, build: 'build-1', machines: ['before-2'] });
+
+  report('before-2', before.id, 'build-1', true);
+  report('during-1', during.id, 'build-2', true);
+  const stateOf = async (id: string) => (await gw.mesh.db.selectFrom('plan').select('state').where('id', '=', id).executeTakeFirstOrThrow()).state;
+  await eventually(async () => (await stateOf(before.id)) !== 'OPEN' && (await stateOf(during.id)) !== 'OPEN', 'both plans ended');
+  expect([await stateOf(before.id), await stateOf(during.id)]).toEqual(['DONE', 'DONE']);
 }, 90_000);
 
 test('a resend names the applies sent from the loss to the return, not those sent before or since', async () => {
@@ -55,29 +72,3 @@ test('a resend names the applies sent from the loss to the return, not those sen
   // Sent before the loss's look-back: not in doubt.
   expect(await resentOf(after, new Date(after.getTime() + 60_000))).toEqual([]);
 });
-
-test('an outage longer than the apply time-out does not time out the applies sent before it: their machines report once NATS is back', async () => {
-  await aSeatClaimedBy(gw, 'web-long', 'web', [{ machine: 'long-1', site: 'site-a' }]);
-  const plan = await push(gw.mesh, { seat: 'web-long', build: 'build-4' });
-  await eventually(() => appliesOf(plan.id)[0], 'its apply heard');
-  await nats.kill();
-  await new Promise((r) => setTimeout(r, (APPLY_TIMEOUT_S + 2) * 1000));
-  await nats.start();
-  const backAt = Date.now();
-  await eventually(() => gw.mesh.hearing.current().heardUntilMs > backAt, 'the news heard past the outage');
-  // A sweep now: sent more than the time-out ago by the clock, well under it by what could be heard.
-  expect(await sweepApplyTimeouts(gw.mesh)).not.toContain(plan.id);
-  // The machine reports as an agent does until it is heard (what it sends before its own reconnect is lost).
-  const state = async () => (await gw.mesh.db.selectFrom('plan').select('state').where('id', '=', plan.id).executeTakeFirstOrThrow()).state;
-  const ended = await eventually(
-    async () => {
-      report('long-1', plan.id, 'build-4', true);
-      const now = await state();
-      return now !== 'OPEN' && now;
-    },
-    'the plan ended',
-    30_000,
-    500,
-  );
-  expect(ended).toBe('DONE');
-}, 90_000);
