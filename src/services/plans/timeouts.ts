@@ -24,18 +24,23 @@ export interface ApplyTimeoutMesh {
 }
 
 /**
- * The heard instant an apply sent at `sentMs` times out at: `timeoutMs` later, and later again by
- * each span the gateway could not hear within it (oldest first), since no report could be heard
- * then; never while one is still open. As a machine's silence is judged (machineState).
+ * The instant before which an apply must have been sent to be past its time-out at `atMs`: the one
+ * from which `timeoutMs` of heard time runs up to `atMs`. Time within a span the gateway could not
+ * hear (oldest first, none overlapping) is not counted, since no report could be heard then; as a
+ * machine's silence is judged (machineState).
  */
-export function applyDeadlineMs(sentMs: number, timeoutMs: number, deaf: readonly DeafSpan[]): number {
-  let at = sentMs + timeoutMs;
-  for (const span of deaf) {
-    if (span.toMs <= sentMs) continue;
-    if (span.fromMs >= at) break;
-    at += span.toMs - Math.max(span.fromMs, sentMs);
+export function applyCutoffMs(atMs: number, timeoutMs: number, deaf: readonly DeafSpan[]): number {
+  let cursor = atMs;
+  let left = timeoutMs;
+  for (let i = deaf.length - 1; i >= 0; i--) {
+    const span = deaf[i]!;
+    if (span.fromMs >= cursor) continue;
+    const heard = cursor - Math.min(span.toMs, cursor);
+    if (heard >= left) return cursor - left;
+    left -= heard;
+    cursor = span.fromMs;
   }
-  return at;
+  return cursor - left;
 }
 
 /** How often the sweep runs for a time-out of `applySeconds`. */
@@ -43,8 +48,8 @@ export const applySweepEveryMs = (applySeconds: number): number =>
   Math.max(APPLY_SWEEP_EVERY_MIN_MS, Math.min(APPLY_SWEEP_EVERY_MAX_MS, (applySeconds * 1000) / 4));
 
 /**
- * Fails every apply of an OPEN plan's current tier without a report past its deadline
- * (applyDeadlineMs), judged at the instant up to which reports are written, never past `now`: a
+ * Fails every apply of an OPEN plan's current tier without a report past its time-out
+ * (applyCutoffMs), judged at the instant up to which reports are written, never past `now`: a
  * report stored but not yet written (a replica behind, or dead holding it) is not a missing one.
  * Such an apply fails (ok false, detail `no report within N s`; reportedAt stays null: no report
  * came) and its plan stops (STOPPED, stopReason naming the first such machine by name). The plans
@@ -55,9 +60,7 @@ export async function sweepApplyTimeouts(mesh: ApplyTimeoutMesh, now = new Date(
   const seconds = mesh.config.bounds.applySeconds;
   const heard = mesh.hearing.current();
   const atMs = Math.min(now.getTime(), heard.heardUntilMs);
-  // Sent before it: due unless a deaf span puts its deadline later (applyDeadlineMs).
-  const cutoff = new Date(atMs - seconds * 1000);
-  const timedOut = (sentAt: Date) => applyDeadlineMs(sentAt.getTime(), seconds * 1000, heard.deaf) < atMs;
+  const cutoff = new Date(applyCutoffMs(atMs, seconds * 1000, heard.deaf));
   const detail = `no report within ${seconds} s`;
   const stopped = await mesh.db.transaction().execute(async (tx) => {
     const due = await tx
@@ -88,25 +91,14 @@ export async function sweepApplyTimeouts(mesh: ApplyTimeoutMesh, now = new Date(
     const ids: { id: string; tier: number; machines: string[] }[] = [];
     for (const plan of plans) {
       if (plan.state !== 'OPEN') continue;
-      const awaited = await tx
-        .selectFrom('plan_apply')
-        .select(['machine', 'sent_at'])
-        .where('plan', '=', plan.id)
-        .where('tier', '=', plan.tier)
-        .where('reported_at', 'is', null)
-        .where('ok', 'is', null)
-        .where('sent_at', '<', cutoff)
-        .execute();
-      const late = awaited.filter((a) => timedOut(new Date(a.sent_at))).map((a) => a.machine);
-      if (late.length === 0) continue;
       const failed = await tx
         .updateTable('plan_apply')
         .set({ ok: false, detail })
         .where('plan', '=', plan.id)
         .where('tier', '=', plan.tier)
-        .where('machine', 'in', late)
         .where('reported_at', 'is', null)
         .where('ok', 'is', null)
+        .where('sent_at', '<', cutoff)
         .returning('machine')
         .execute();
       if (failed.length === 0) continue;
