@@ -16,6 +16,19 @@ export interface PlanApply {
   detail: string | null;
 }
 
+/**
+ * The applies awaiting a report, joined to their plan (`pa`, `p`): those of an OPEN plan's current
+ * tier with neither a report nor a time-out yet. What the time-out's sweep and the resends read.
+ */
+export const awaitingReport = (db: Db) =>
+  db
+    .selectFrom('plan_apply as pa')
+    .innerJoin('plan as p', 'p.id', 'pa.plan')
+    .where('p.state', '=', 'OPEN')
+    .whereRef('pa.tier', '=', 'p.tier')
+    .where('pa.reported_at', 'is', null)
+    .where('pa.ok', 'is', null);
+
 /** A plan lists at most this many applies: one per machine, and a plan touches at most PLAN_MACHINES_MAX. */
 export const PLAN_APPLIES_LISTED_MAX = PLAN_MACHINES_MAX;
 

@@ -1,4 +1,5 @@
 import { byName } from '../../kernel/names.js';
+import { awaitingReport } from './applies.js';
 import { type ApplyMessage, type RolloutMesh, sendApply } from './rollout.js';
 
 /**
@@ -18,37 +19,9 @@ export const APPLY_RESEND_PLANS_MAX = 100;
  * an apply twice reports twice, and the second report changes nothing. Answers the applies sent.
  */
 export async function resendAwaitedApplies(mesh: RolloutMesh, since: Date, until: Date): Promise<ApplyMessage[]> {
-  const awaited = (await mesh.db
-    .selectFrom('plan_apply as pa')
-    .innerJoin('plan as p', 'p.id', 'pa.plan')
-    .select('p.id')
-    .distinct()
-    .where('p.state', '=', 'OPEN')
-    .whereRef('pa.tier', '=', 'p.tier')
-    .where('pa.reported_at', 'is', null)
-    .where('pa.ok', 'is', null)
-    .where('pa.sent_at', '>=', since)
-    .where('pa.sent_at', '<', until)
-    .orderBy('p.id')
-    .limit(APPLY_RESEND_PLANS_MAX)
-    .execute()) as { id: string }[];
-  if (awaited.length === 0) return [];
-  const rows = await mesh.db
-    .selectFrom('plan_apply as pa')
-    .innerJoin('plan as p', 'p.id', 'pa.plan')
-    .select(['p.id as plan', 'p.tier', 'p.build', 'pa.machine'])
-    .where(
-      'p.id',
-      'in',
-      awaited.map((a) => a.id),
-    )
-    .where('p.state', '=', 'OPEN')
-    .whereRef('pa.tier', '=', 'p.tier')
-    .where('pa.reported_at', 'is', null)
-    .where('pa.ok', 'is', null)
-    .where('pa.sent_at', '>=', since)
-    .where('pa.sent_at', '<', until)
-    .execute();
+  const sentInWindow = awaitingReport(mesh.db).where('pa.sent_at', '>=', since).where('pa.sent_at', '<', until);
+  const firstPlans = sentInWindow.select('p.id').distinct().orderBy('p.id').limit(APPLY_RESEND_PLANS_MAX);
+  const rows = await sentInWindow.select(['p.id as plan', 'p.tier', 'p.build', 'pa.machine']).where('p.id', 'in', firstPlans).execute();
   const byPlan = new Map<string, ApplyMessage>();
   for (const row of rows) {
     let apply = byPlan.get(row.plan);

@@ -4,6 +4,7 @@ import type { Store } from '../../store/db.js';
 import type { MeshEvents } from '../events.js';
 import type { DeafSpan } from '../machines/machines.js';
 import type { Leases } from '../replicas/leases.js';
+import { awaitingReport } from './applies.js';
 
 /** The sweep looks for timed-out applies at most this far apart: every min(5 s, the time-out / 4). */
 export const APPLY_SWEEP_EVERY_MAX_MS = 5_000;
@@ -63,19 +64,7 @@ export async function sweepApplyTimeouts(mesh: ApplyTimeoutMesh, now = new Date(
   const cutoff = new Date(applyCutoffMs(atMs, seconds * 1000, heard.deaf));
   const detail = `no report within ${seconds} s`;
   const stopped = await mesh.db.transaction().execute(async (tx) => {
-    const due = await tx
-      .selectFrom('plan_apply as pa')
-      .innerJoin('plan as p', 'p.id', 'pa.plan')
-      .select('p.id')
-      .distinct()
-      .where('p.state', '=', 'OPEN')
-      .whereRef('pa.tier', '=', 'p.tier')
-      .where('pa.reported_at', 'is', null)
-      .where('pa.ok', 'is', null)
-      .where('pa.sent_at', '<', cutoff)
-      .orderBy('p.id')
-      .limit(APPLY_SWEEP_PLANS_MAX)
-      .execute();
+    const due = await awaitingReport(tx).select('p.id').distinct().where('pa.sent_at', '<', cutoff).orderBy('p.id').limit(APPLY_SWEEP_PLANS_MAX).execute();
     if (due.length === 0) return [];
     const plans = await tx
       .selectFrom('plan')
