@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { startGateway } from './gateway.js';
 import { createLogger } from './logger.js';
+import { installLastResort } from './server/last-resort.js';
 import { startTracing, type Tracing } from './server/tracing.js';
 
 /** After the drain (MESH_DRAIN_S), closing the store, NATS and the listener may take this long before the process gives up. */
@@ -13,6 +14,8 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
     logger = createLogger(config.logLevel, config.logFormat);
+    // Whatever escapes every guard is logged and counted (mesh_uncaught_total), never the process's end.
+    installLastResort(logger);
     // Before the gateway starts, so its first statements and messages are traced too.
     tracing = startTracing(process.env, logger);
   } catch (error) {

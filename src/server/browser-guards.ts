@@ -65,7 +65,8 @@ export function refuseForeignHost(request: IncomingMessage, response: ServerResp
  * Whether a WebSocket upgrade's `Origin` may open a socket: none (not a browser), the gateway's own
  * (the origin's host is the request's `Host`), a loopback page on an open gateway (a developer's
  * tools), or one listed in MESH_CORS_ORIGINS. Anything else is a page of another site, which a
- * browser lets open a socket to any address: refused, token or not.
+ * browser lets open a socket to any address: refused, token or not. Never throws: a `Host` or
+ * `Origin` no URL parser takes is a refusal.
  */
 export function isAllowedOrigin(origin: string | undefined, host: string | undefined, options: { open: boolean; listed: readonly string[] }): boolean {
   if (origin === undefined) return true;
@@ -76,7 +77,16 @@ export function isAllowedOrigin(origin: string | undefined, host: string | undef
     return false; // `null` (a sandboxed page, a file) and anything unreadable
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
-  if (host && url.host === new URL(`${url.protocol}//${host}`).host) return true;
+  if (host && url.host === hostOf(url.protocol, host)) return true;
   if (options.open && isLoopbackHost(url.host)) return true;
   return options.listed.includes(url.origin);
+}
+
+/** A `Host` header as a URL's host (its default port dropped), or undefined when it is none (`localhost:99999`, `[::1`). */
+function hostOf(protocol: string, host: string): string | undefined {
+  try {
+    return new URL(`${protocol}//${host}`).host;
+  } catch {
+    return undefined;
+  }
 }

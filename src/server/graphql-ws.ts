@@ -68,14 +68,28 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /** The close reason of a refused connection_init: `Forbidden: <why>`, within a close frame's 123 bytes. */
 function forbiddenReason(error: unknown): string {
   const reason = `Forbidden: ${error instanceof Error ? error.message : String(error)}`;
-  return Buffer.byteLength(reason) <= 123 ? reason : 'Forbidden';
+  return Buffer.byteLength(reason) <= CLOSE_REASON_MAX_BYTES ? reason : 'Forbidden';
+}
+
+/** A close frame's reason holds 123 bytes at most (RFC 6455); ws throws on a longer one. */
+const CLOSE_REASON_MAX_BYTES = 123;
+
+/** Closes `socket` with `code` and `reason` cut to CLOSE_REASON_MAX_BYTES (a caller's name may be 200 characters): never throws. */
+function closeSocket(socket: WebSocket, code?: number, reason = ''): void {
+  let cut = reason;
+  while (Buffer.byteLength(cut) > CLOSE_REASON_MAX_BYTES) cut = cut.slice(0, -1);
+  try {
+    socket.close(code, cut);
+  } catch {
+    socket.terminate();
+  }
 }
 
 type Roots = { execute(args: ExecutionArgs): unknown; subscribe(args: ExecutionArgs): unknown };
 
 const reasonOf = (error: unknown) => {
   const reason = error instanceof Error ? error.message : String(error);
-  return reason.length < 124 ? reason : 'Internal server error';
+  return Buffer.byteLength(reason) <= CLOSE_REASON_MAX_BYTES ? reason : 'Internal server error';
 };
 
 /** A thrown parse or validation failure as this operation's error: a GraphQLError as it is, anything else logged and named plainly. */
@@ -127,7 +141,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       }
       logger.info({ caller: extra.caller?.name }, 'WebSocket closed: its token was revoked or lost scopes');
       acknowledged.delete(socket);
-      socket.close(CloseCode.Forbidden, 'Forbidden: the token was revoked or lost scopes');
+      closeSocket(socket, CloseCode.Forbidden, 'Forbidden: the token was revoked or lost scopes');
     }
   });
   /** A socket signed in with a JWT is closed 4403 the instant the token expires; a fresh token resumes on a new socket. */
@@ -144,7 +158,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       if (socket.readyState !== WebSocket.OPEN) return;
       logger.info({ caller: acknowledged.get(socket)?.caller?.name }, 'WebSocket closed: its token expired');
       acknowledged.delete(socket);
-      socket.close(CloseCode.Forbidden, `Forbidden: the token expired at ${new Date(expiresAt).toISOString()}`);
+      closeSocket(socket, CloseCode.Forbidden, `Forbidden: the token expired at ${new Date(expiresAt).toISOString()}`);
     };
     check();
     socket.once('close', () => clearTimeout(timer));
@@ -161,14 +175,14 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
         caller = access.callerFor(presented);
       } catch (error) {
         // 4403, graphql-ws's Forbidden, with the reason (a JWT's: signature, issuer, audience or expiry).
-        ctx.extra.socket.close(CloseCode.Forbidden, forbiddenReason(error));
+        closeSocket(ctx.extra.socket, CloseCode.Forbidden, forbiddenReason(error));
         return false;
       }
       // Closed while its token was verified: its close has run, so it must not be counted now.
       if (ctx.extra.socket.readyState !== WebSocket.OPEN) return false;
       if (perCaller.get(caller.name) >= caps.socketsPerCaller) {
         logger.info({ caller: caller.name, cap: caps.socketsPerCaller }, 'WebSocket refused: sockets per caller');
-        ctx.extra.socket.close(TOO_MANY, `${caller.name} has ${caps.socketsPerCaller} sockets open; at most ${caps.socketsPerCaller}`);
+        closeSocket(ctx.extra.socket, TOO_MANY, `${caller.name} has ${caps.socketsPerCaller} sockets open; at most ${caps.socketsPerCaller}`);
         return false;
       }
       ctx.extra.caller = caller;
@@ -280,7 +294,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
     const address = request.socket.remoteAddress ?? 'unknown';
     if (perAddress.get(address) >= caps.socketsPerAddress) {
       logger.info({ address, cap: caps.socketsPerAddress }, 'WebSocket refused: sockets per address');
-      socket.close(TOO_MANY, `${caps.socketsPerAddress} sockets are open from this address; at most ${caps.socketsPerAddress}`);
+      closeSocket(socket, TOO_MANY, `${caps.socketsPerAddress} sockets are open from this address; at most ${caps.socketsPerAddress}`);
       return;
     }
     perAddress.add(address);
@@ -292,9 +306,10 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
     });
     alive.add(socket);
     socket.on('pong', () => alive.add(socket));
-    socket.once('error', (error) => {
+    // `on`, not `once`: a second error with no listener would be thrown out of the socket.
+    socket.on('error', (error) => {
       logger.warn({ err: error }, 'a WebSocket failed');
-      socket.close(CloseCode.InternalServerError, reasonOf(error));
+      closeSocket(socket, CloseCode.InternalServerError, reasonOf(error));
     });
     const closed = server.opened(
       {
@@ -304,14 +319,14 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
             if (socket.readyState !== WebSocket.OPEN) return resolve();
             socket.send(data, (err) => (err ? reject(err) : resolve()));
           }),
-        close: (code, reason) => socket.close(code, reason),
+        close: (code, reason) => closeSocket(socket, code, reason),
         onMessage: (cb) =>
           socket.on('message', async (data) => {
             try {
               await cb(String(data));
             } catch (error) {
               logger.error({ err: error }, 'handling a graphql-ws message failed');
-              socket.close(CloseCode.InternalServerError, reasonOf(error));
+              closeSocket(socket, CloseCode.InternalServerError, reasonOf(error));
             }
           }),
       },

@@ -19,10 +19,11 @@ import { accessLog } from './access-log.js';
 import { foreignHostMessage, isAllowedOrigin, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
 import { useCompiledExecution } from './compiled-execution.js';
 import { dashboardFiles } from './dashboard.js';
-import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
+import { useDocumentNestingLimit, useNulRefusal, useParamsGuard, useQueryCost } from './document-guard.js';
 import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { meshHealth } from './health.js';
+import { listenForServerErrors, noteEscaped } from './last-resort.js';
 import { createMetrics, type MetricSources, type Metrics } from './metrics.js';
 import { operationMetrics } from './operation-metrics.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
@@ -150,7 +151,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         maxDepth: { n: QUERY_LIMITS.depth },
         maxAliases: { n: QUERY_LIMITS.aliases },
         maxTokens: { n: QUERY_LIMITS.tokens },
-        costLimit: { maxCost: QUERY_LIMITS.cost },
+        // The cost is useQueryCost's, which counts each list's size and names the list it refuses.
+        costLimit: { enabled: false },
         maxDirectives: { n: QUERY_LIMITS.directives },
         // Suggestions name fields: a schema oracle where the schema is meant to be closed.
         blockFieldSuggestion: { enabled: mesh.config.production || !mesh.config.introspection || !access.open },
@@ -158,6 +160,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       // After the armor, whose token limit replaces the parse function this one wraps.
       useDocumentNestingLimit(),
       useNulRefusal(),
+      useQueryCost(QUERY_LIMITS.cost),
       ...(mesh.config.introspection ? [] : [disableIntrospection()]),
       ...(options.plugins ?? []),
       ...(fanout ? [liveExecutionPlugin] : []),
@@ -189,7 +192,14 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const loopbackOnly = access.open;
   const dashboard = dashboardFiles();
   const sseStreams = closeRevokedStreams(access, logger);
-  const toYoga = (request: IncomingMessage, response: ServerResponse) => void yoga(request, response);
+  const toYoga = (request: IncomingMessage, response: ServerResponse) =>
+    void Promise.resolve(yoga(request, response)).catch((error) => answerEscaped(request, response, error));
+  /** A throw out of a guard or a rejection of Yoga's handler: counted and answered 500, never the process's end. */
+  const answerEscaped = (_request: IncomingMessage, response: ServerResponse, error: unknown) => {
+    noteEscaped(logger, 'request', error);
+    if (!response.headersSent) response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' }).end('internal error\n');
+    else response.destroy();
+  };
   // A status query with a kept response is answered here, every check of Yoga's path made; anything else goes on to Yoga.
   const fast = statusCache ? statusFastPath({ cache: statusCache, access, rate, persisted, log, endpoint: '/graphql' }) : undefined;
   const answer = drain.handler((request, response) => {
@@ -202,39 +212,49 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   });
   const server = createServer(
     log.http((request, response) => {
-      // `/ready` answers any Host (a balancer may probe by address); everything else is guarded.
-      if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
-      // A JWT's signature is verified (asynchronously) before anything judges the caller at once.
-      const admitted = access.admit(request.headers.authorization);
-      if (admitted)
-        void admitted
-          .then(() => answer(request, response))
-          .catch((err) => {
-            logger.error({ err }, 'answering a request failed');
-            if (!response.headersSent) response.writeHead(500).end();
-          });
-      else answer(request, response);
+      try {
+        // `/ready` answers any Host (a balancer may probe by address); everything else is guarded.
+        if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
+        // A JWT's signature is verified (asynchronously) before anything judges the caller at once.
+        const admitted = access.admit(request.headers.authorization);
+        if (admitted) void admitted.then(() => answer(request, response)).catch((error) => answerEscaped(request, response, error));
+        else answer(request, response);
+      } catch (error) {
+        answerEscaped(request, response, error);
+      }
     }),
   );
   wss = new WebSocketServer({
     server,
     path: '/graphql',
     maxPayload: 1 << 20,
+    // Every refusal is an HTTP status: a guard that throws here would end the process (ws calls it from the upgrade event).
     verifyClient: ({ req }, accept) => {
-      // A draining replica takes no new socket: the client reconnects elsewhere.
-      if (drain.draining) return accept(false, 503, 'the gateway is stopping', { 'Retry-After': String(DRAIN_RETRY_AFTER_S) });
-      if (loopbackOnly && !isLoopbackHost(req.headers.host)) {
-        logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
-        return accept(false, 403, foreignHostMessage(req.headers.host));
+      try {
+        verifyUpgrade(req, accept);
+      } catch (error) {
+        noteEscaped(logger, 'request', error);
+        accept(false, 400, 'the upgrade could not be judged');
       }
-      // A browser opens a socket to any address from any page, with its Origin: only ours and those listed are let in.
-      if (!isAllowedOrigin(req.headers.origin, req.headers.host, { open: access.open, listed: mesh.config.corsOrigins })) {
-        logger.info({ origin: req.headers.origin?.slice(0, 200) }, 'WebSocket upgrade refused: foreign Origin');
-        return accept(false, 403, 'Forbidden: foreign Origin');
-      }
-      accept(true);
     },
   });
+  listenForServerErrors(server, wss, logger);
+
+  /** Whether a WebSocket upgrade may open a socket: refused while draining, under a foreign Host or from a foreign Origin. */
+  function verifyUpgrade(req: IncomingMessage, accept: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) {
+    // A draining replica takes no new socket: the client reconnects elsewhere.
+    if (drain.draining) return accept(false, 503, 'the gateway is stopping', { 'Retry-After': String(DRAIN_RETRY_AFTER_S) });
+    if (loopbackOnly && !isLoopbackHost(req.headers.host)) {
+      logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
+      return accept(false, 403, foreignHostMessage(req.headers.host));
+    }
+    // A browser opens a socket to any address from any page, with its Origin: only ours and those listed are let in.
+    if (!isAllowedOrigin(req.headers.origin, req.headers.host, { open: access.open, listed: mesh.config.corsOrigins })) {
+      logger.info({ origin: req.headers.origin?.slice(0, 200) }, 'WebSocket upgrade refused: foreign Origin');
+      return accept(false, 403, 'Forbidden: foreign Origin');
+    }
+    accept(true);
+  }
 
   const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, rate, persisted, accessLog: log });
 

@@ -10,6 +10,7 @@ import type { Mesh } from '../services/mesh.js';
 import type { NewsIngest } from '../services/news/ingest.js';
 import type { Composer } from '../services/status/composing/composer.js';
 import type { Health } from './health.js';
+import { escapedCounts } from './last-resort.js';
 
 /** Compose times (seconds) the histogram tells apart: a composition takes milliseconds at 1,000 machines, tens at 10,000. */
 const COMPOSE_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -223,6 +224,17 @@ export function createMetrics(sources: MetricSources): Metrics {
   readGauge(registry, 'mesh_ready', '1 while /ready would answer 200 (draining aside).', async () =>
     Object.values(await health.checks()).every((c) => c.ok) ? 1 : 0,
   );
+
+  new Counter({
+    name: 'mesh_uncaught_total',
+    help: 'Errors that escaped every guard and reached the last resort (logged at error; the process goes on serving), by place. Should stay 0.',
+    labelNames: ['place'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [place, count] of escapedCounts()) this.inc({ place }, count);
+    },
+  });
 
   const requests = new Counter({
     name: 'mesh_http_requests_total',
