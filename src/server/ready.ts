@@ -4,6 +4,9 @@ import type { Check, Health } from './health.js';
 /** What a draining replica asks clients to wait before retrying: about the time a balancer takes to stop sending here. */
 export const DRAIN_RETRY_AFTER_S = 5;
 
+/** The whole answer of `GET /health`: the process serves. */
+export const HEALTH_ANSWER = { ok: true } as const;
+
 /** The answer of `GET /ready`: ready when not draining and every named check passes. */
 interface Readiness {
   ready: boolean;
@@ -68,8 +71,9 @@ export function createDrain(replica: string, health?: Health, mayDetail: (req: I
     handler: (next) => (req: IncomingMessage, res: ServerResponse) => {
       const path = (req.url ?? '').split('?')[0];
       if ((path === '/ready' || path === '/health') && (req.method === 'GET' || req.method === 'HEAD')) {
-        // The process is up: a draining replica is alive too (its balancer reads /ready).
-        if (path === '/health') return json(res, 200, { ok: true, replica, draining, uptimeS: Math.round(process.uptime()) });
+        // The process serves: a draining replica is alive too (its balancer reads /ready). Nothing
+        // more to an anonymous caller (no name, no uptime, no draining): /ready's details need a token.
+        if (path === '/health') return json(res, 200, HEALTH_ANSWER);
         // The replica's name, NATS address and the store's error text are for operators: a balancer needs only the status.
         const detailed = mayDetail(req);
         const body = (answer: Readiness) => (detailed ? answer : { ready: answer.ready });
