@@ -16,6 +16,7 @@ import * as server from '../src/server/http.js';
 import * as persisted from '../src/server/persisted.js';
 import * as ready from '../src/server/ready.js';
 import * as requestBodyLimit from '../src/server/request-body-limit.js';
+import * as accessTokens from '../src/services/access/tokens.js';
 import * as forward from '../src/services/calls/forward.js';
 import * as records from '../src/services/calls/records.js';
 import * as responder from '../src/services/controller/responder.js';
@@ -64,6 +65,7 @@ const modules = [
   health,
   ready,
   requestBodyLimit,
+  accessTokens,
   forward,
   records,
   responder,

@@ -127,22 +127,25 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
     headers.push(`x-request-id: ${id}`);
   });
   // A revoked token, or one whose scopes shrank, loses its sockets (4403, graphql-ws's Forbidden).
-  const stopReload = access.onReload(() => {
-    for (const [socket, extra] of acknowledged) {
-      let next: Caller | undefined;
-      try {
-        next = access.callerFor(extra.authorization);
-      } catch {
-        next = undefined;
-      }
-      if (next && !scopesShrank(extra.caller as Caller, next)) {
-        extra.caller = next;
-        continue;
-      }
-      logger.info({ caller: extra.caller?.name }, 'WebSocket closed: its token was revoked or lost scopes');
-      acknowledged.delete(socket);
-      closeSocket(socket, CloseCode.Forbidden, 'Forbidden: the token was revoked or lost scopes');
+  // A JWT whose verdict is no longer kept is verified again (callerNow), never taken for revoked.
+  const rejudge = async (socket: WebSocket, extra: WsExtra) => {
+    let next: Caller | undefined;
+    try {
+      next = await access.callerNow(extra.authorization);
+    } catch {
+      next = undefined;
     }
+    if (!acknowledged.has(socket)) return; // closed meanwhile
+    if (next && !scopesShrank(extra.caller as Caller, next)) {
+      extra.caller = next;
+      return;
+    }
+    logger.info({ caller: extra.caller?.name }, 'WebSocket closed: its token was revoked or lost scopes');
+    acknowledged.delete(socket);
+    closeSocket(socket, CloseCode.Forbidden, 'Forbidden: the token was revoked or lost scopes');
+  };
+  const stopReload = access.onReload(() => {
+    for (const [socket, extra] of acknowledged) void rejudge(socket, extra);
   });
   /** A socket signed in with a JWT is closed 4403 the instant the token expires; a fresh token resumes on a new socket. */
   const closeAtExpiry = (socket: WebSocket, expiresAt: number | undefined) => {
@@ -171,8 +174,7 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       let caller: Caller;
       const presented = typeof authorization === 'string' ? authorization : undefined;
       try {
-        await access.admit(presented);
-        caller = access.callerFor(presented);
+        caller = await access.callerNow(presented);
       } catch (error) {
         // 4403, graphql-ws's Forbidden, with the reason (a JWT's: signature, issuer, audience or expiry).
         closeSocket(ctx.extra.socket, CloseCode.Forbidden, forbiddenReason(error));

@@ -191,6 +191,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
   const loopbackOnly = access.open;
   const dashboard = dashboardFiles();
+  /** Why a request's JWT was refused at its admission, for its 401. */
+  const refusals = new WeakMap<IncomingMessage, string>();
   const sseStreams = closeRevokedStreams(access, logger);
   const toYoga = (request: IncomingMessage, response: ServerResponse) =>
     void Promise.resolve(yoga(request, response)).catch((error) => answerEscaped(request, response, error));
@@ -205,7 +207,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const answer = drain.handler((request, response) => {
     if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
     if (dashboard.serve(request, response)) return;
-    if (!access.open && refuseAnonymous(access, request, response)) return;
+    if (!access.open && refuseAnonymous(access, request, response, refusals.get(request))) return;
     sseStreams.track(request, response);
     if (fast) fast(request, response, toYoga);
     else toYoga(request, response);
@@ -217,7 +219,14 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
         // A JWT's signature is verified (asynchronously) before anything judges the caller at once.
         const admitted = access.admit(request.headers.authorization);
-        if (admitted) void admitted.then(() => answer(request, response)).catch((error) => answerEscaped(request, response, error));
+        if (admitted)
+          void admitted
+            .then((refusal) => {
+              // Kept with this request only: a refusal is kept nowhere else, and refuseAnonymous names it.
+              if (refusal !== undefined) refusals.set(request, refusal);
+              answer(request, response);
+            })
+            .catch((error) => answerEscaped(request, response, error));
         else answer(request, response);
       } catch (error) {
         answerEscaped(request, response, error);
@@ -311,10 +320,11 @@ const asksForGraphiQL = (request: IncomingMessage): boolean => request.method ==
  * here, before Yoga: never parsed, validated, logged beyond its access line or counted against a
  * caller. The GraphiQL page is served without one (a browser cannot send it; its requests must).
  */
-function refuseAnonymous(access: Access, request: IncomingMessage, response: ServerResponse): boolean {
+function refuseAnonymous(access: Access, request: IncomingMessage, response: ServerResponse, refusal: string | undefined): boolean {
   // A CORS preflight carries no credentials by definition: Yoga answers it by MESH_CORS_ORIGINS.
   if (asksForGraphiQL(request) || request.method === 'OPTIONS') return false;
   try {
+    if (refusal !== undefined) throw new Error(refusal);
     access.callerFor(request.headers.authorization);
     return false;
   } catch (error) {

@@ -11,22 +11,25 @@ import { type Access, scopesShrank } from '../services/access/tokens.js';
  */
 export function closeRevokedStreams(access: Access, logger: Logger): { track(req: IncomingMessage, res: ServerResponse): void; stop(): void } {
   const streams = new Map<ServerResponse, { authorization: string | undefined; caller: Caller }>();
-  const stop = access.onReload(() => {
-    for (const [res, stream] of streams) {
-      let next: Caller | undefined;
-      try {
-        next = access.callerFor(stream.authorization);
-      } catch {
-        next = undefined;
-      }
-      if (next && !scopesShrank(stream.caller, next)) {
-        stream.caller = next;
-        continue;
-      }
-      logger.info({ caller: stream.caller.name }, 'SSE stream closed: its token was revoked or lost scopes');
-      streams.delete(res);
-      res.destroy();
+  // A JWT whose verdict is no longer kept is verified again (callerNow), never taken for revoked.
+  const rejudge = async (res: ServerResponse, stream: { authorization: string | undefined; caller: Caller }) => {
+    let next: Caller | undefined;
+    try {
+      next = await access.callerNow(stream.authorization);
+    } catch {
+      next = undefined;
     }
+    if (!streams.has(res)) return; // ended meanwhile
+    if (next && !scopesShrank(stream.caller, next)) {
+      stream.caller = next;
+      return;
+    }
+    logger.info({ caller: stream.caller.name }, 'SSE stream closed: its token was revoked or lost scopes');
+    streams.delete(res);
+    res.destroy();
+  };
+  const stop = access.onReload(() => {
+    for (const [res, stream] of streams) void rejudge(res, stream);
   });
   return {
     track(req, res) {

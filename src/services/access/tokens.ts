@@ -35,9 +35,17 @@ export interface Access {
   callerFor(authorization: string | null | undefined): Caller;
   /**
    * Does the slow part of judging an Authorization (a JWT's signature against the JWKS), after
-   * which `callerFor` answers it at once; undefined when there is nothing to wait for. Never rejects.
+   * which `callerFor` answers it at once; undefined when there is nothing to wait for. Resolves
+   * with the refusal's reason when the JWT is refused (a refusal is kept nowhere: `callerFor`
+   * then says only that it was not verified), undefined when it is good. Never rejects.
    */
-  admit(authorization: string | null | undefined): Promise<void> | undefined;
+  admit(authorization: string | null | undefined): Promise<string | undefined> | undefined;
+  /**
+   * The caller `authorization` names now, a JWT whose verdict is not kept (evicted, or dropped at a
+   * key change) verified again: a good token is never taken for a revoked one for want of a cache
+   * entry. Rejects Forbidden, with the reason, when it names none.
+   */
+  callerNow(authorization: string | null | undefined): Promise<Caller>;
   /** When the caller `authorization` names stops being one (a JWT's `exp`), in epoch ms; undefined when never. */
   expiresAt(authorization: string | null | undefined): number | undefined;
   readonly open: boolean;
@@ -52,8 +60,18 @@ interface FileAccess extends Access {
   reload(): void;
 }
 
-/** Verdicts on JWTs kept between `admit` and `callerFor`, and for the next request with the same token. */
-const JWT_VERDICTS_KEPT = 10_000;
+/**
+ * Good verdicts on JWTs kept between `admit` and `callerFor`, and for the next request with the
+ * same token; the least recently admitted goes first. Only verified tokens get in (a refusal is
+ * never kept), keyed by the token's SHA-256: at most this many entries of about 200 bytes each.
+ */
+export const JWT_VERDICTS_KEPT = 10_000;
+/**
+ * A bearer longer than this is refused unread (neither hashed nor verified): an identity
+ * provider's JWT is 1 to 2 KiB, a tokens file's token 32 bytes, and a socket's connection_init
+ * may carry a megabyte.
+ */
+export const BEARER_MAX_BYTES = 8 * 1024;
 
 type Entry = { hash: Buffer; caller: Caller };
 
@@ -67,7 +85,20 @@ function readTokens(tokensFile: string): Entry[] {
   return parsed.tokens.map((t) => ({ hash: Buffer.from(t.sha256, 'hex'), caller: { name: t.name, scopes: new Set(t.scopes) } }));
 }
 
-const bearerOf = (authorization: string | null | undefined): string | undefined => /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+/** `Bearer` and the blanks after it, as many as an Authorization header reasonably carries. */
+const BEARER_PREFIX_MAX = 16;
+/** The bearer of an Authorization header; undefined when there is none, or it is longer than BEARER_MAX_BYTES (judged by characters first, never scanned). */
+const bearerOf = (authorization: string | null | undefined): string | undefined => {
+  if (typeof authorization !== 'string' || authorization.length > BEARER_MAX_BYTES + BEARER_PREFIX_MAX) return undefined;
+  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
+  return bearer !== undefined && Buffer.byteLength(bearer) <= BEARER_MAX_BYTES ? bearer : undefined;
+};
+const OVERSIZED = `the bearer token is longer than ${BEARER_MAX_BYTES} bytes`;
+/** Why an Authorization names no bearer: none given, or one too long to read. */
+const noBearerReason = (authorization: string | null | undefined): string =>
+  typeof authorization === 'string' && authorization.length > BEARER_PREFIX_MAX && /^Bearer\s/i.test(authorization)
+    ? OVERSIZED
+    : 'an Authorization: Bearer <token> header is required';
 
 /**
  * Reads MESH_TOKENS_FILE (`{"tokens":[{"name","scopes","sha256"}]}`: hashes, never tokens) and,
@@ -76,24 +107,40 @@ const bearerOf = (authorization: string | null | undefined): string | undefined 
  */
 export function loadAccess(tokensFile: string | undefined, jwt?: JwtVerifier): Access {
   if (!tokensFile && !jwt)
-    return { open: true, callerFor: () => LOCAL_CALLER, admit: () => undefined, expiresAt: () => undefined, onReload: () => () => undefined };
+    return {
+      open: true,
+      callerFor: () => LOCAL_CALLER,
+      admit: () => undefined,
+      callerNow: async () => LOCAL_CALLER,
+      expiresAt: () => undefined,
+      onReload: () => () => undefined,
+    };
   let entries = tokensFile ? readTokens(tokensFile) : [];
   const listeners = new Set<() => void>();
   const fire = () => {
     for (const listener of listeners) listener();
   };
-  /** Each JWT's verdict; a Map keeps insertion order, so the oldest is dropped first. */
-  const verdicts = new Map<string, JwtVerdict>();
-  const judge = async (token: string) => {
-    const verdict = await (jwt as JwtVerifier).verify(token);
-    if (verdicts.size >= JWT_VERDICTS_KEPT) verdicts.delete(verdicts.keys().next().value as string);
-    verdicts.set(token, verdict);
+  /** Each good JWT's verdict by the token's SHA-256; a Map keeps insertion order, and a hit is moved last, so the least recently used goes first. */
+  const verdicts = new Map<string, Extract<JwtVerdict, { caller: Caller }>>();
+  // The same token is looked up several times per request (admission, log, rate, context): its hash is kept for the next look-up.
+  let last = { token: '', key: '' };
+  const keyOf = (token: string) => {
+    if (token !== last.token) last = { token, key: hashToken(token) };
+    return last.key;
   };
-  // New keys judge every token again (a key taken out refuses its tokens) before sockets are re-judged.
+  const judge = async (token: string, key: string): Promise<string | undefined> => {
+    const verdict = await (jwt as JwtVerifier).verify(token);
+    if ('refusal' in verdict) return verdict.refusal;
+    verdicts.delete(key);
+    if (verdicts.size >= JWT_VERDICTS_KEPT) verdicts.delete(verdicts.keys().next().value as string);
+    verdicts.set(key, verdict);
+    return undefined;
+  };
+  // New keys may refuse what old ones took: every verdict goes, and each token is verified again at
+  // its next use (a socket's or an SSE stream's at once, by callerNow in their reload listeners).
   jwt?.onKeysChanged(() => {
-    const tokens = [...verdicts.keys()];
     verdicts.clear();
-    void Promise.all(tokens.map(judge)).then(fire);
+    fire();
   });
   const isJwt = (token: string) => jwt !== undefined && looksLikeJwt(token);
   const access: Access & Partial<FileAccess> = {
@@ -101,11 +148,10 @@ export function loadAccess(tokensFile: string | undefined, jwt?: JwtVerifier): A
     tokensFile,
     callerFor(authorization) {
       const token = bearerOf(authorization);
-      if (!token) throw new Forbidden('an Authorization: Bearer <token> header is required');
+      if (!token) throw new Forbidden(noBearerReason(authorization));
       if (isJwt(token)) {
-        const verdict = verdicts.get(token);
+        const verdict = verdicts.get(keyOf(token));
         if (!verdict) throw new Forbidden('the token was not verified');
-        if ('refusal' in verdict) throw new Forbidden(verdict.refusal);
         if (verdict.expiresAt <= Date.now()) throw new Forbidden(`the token expired at ${new Date(verdict.expiresAt).toISOString()}`);
         return verdict.caller;
       }
@@ -118,14 +164,23 @@ export function loadAccess(tokensFile: string | undefined, jwt?: JwtVerifier): A
     admit(authorization) {
       const token = bearerOf(authorization);
       if (!token || !isJwt(token)) return undefined;
-      // A refusal is judged again: the key it lacked may have been published since.
-      const verdict = verdicts.get(token);
-      return verdict && !('refusal' in verdict) ? undefined : judge(token);
+      const key = keyOf(token);
+      const verdict = verdicts.get(key);
+      if (!verdict) return judge(token, key);
+      // Used again: the last to go.
+      verdicts.delete(key);
+      verdicts.set(key, verdict);
+      return undefined;
+    },
+    async callerNow(authorization) {
+      const refusal = await access.admit(authorization);
+      if (refusal !== undefined) throw new Forbidden(refusal);
+      return access.callerFor(authorization);
     },
     expiresAt(authorization) {
       const token = bearerOf(authorization);
-      const verdict = token === undefined ? undefined : verdicts.get(token);
-      return verdict && 'expiresAt' in verdict ? verdict.expiresAt : undefined;
+      const verdict = token === undefined || !isJwt(token) ? undefined : verdicts.get(keyOf(token));
+      return verdict?.expiresAt;
     },
     onReload(listener) {
       listeners.add(listener);
