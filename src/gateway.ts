@@ -19,6 +19,7 @@ import { CONTROLLER_VERBS } from './services/controller/verbs.js';
 import { startDurationPruning } from './services/durations/durations.js';
 import { MeshEvents } from './services/events.js';
 import { startHandActView } from './services/hand-acts/hand-acts.js';
+import { startRecordRelay } from './services/hand-acts/outbox.js';
 import type { Mesh } from './services/mesh.js';
 import { startNewsHearing } from './services/news/hearing.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
@@ -123,6 +124,9 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const buckets = await ensureBuckets(bus.nc, bus.jsm, config.controller, logger, config.kvReplicas);
     const views = { calls: await startCallView(buckets, bus.jsm, logger), handActs: await startHandActView(buckets, bus.jsm, logger) };
     stops.push(async () => (views.calls.stop(), views.handActs.stop()));
+    // Every replica relays the outbox: the records of acts committed here or on a replica gone.
+    const relay = startRecordRelay({ db, buckets, views, config, logger });
+    stops.push(() => relay.stop());
     const leases = await startLeases({ buckets, views, config, logger }, bus.jsm);
     stops.push(() => leases.stop());
     const subjects = subjectsUnder(config.subjects);

@@ -214,21 +214,46 @@ export function refuseCall(mesh: CallsMesh, call: NewCall, error: CallError): Pr
 
 /** Ends a call OK with its answer (JSON, bounded to ANSWER_BOUND, its full size kept). */
 export function finishCall(mesh: CallsMesh, started: StartedCall, answer: unknown): Promise<Call> {
-  const text = answer === undefined ? 'null' : JSON.stringify(answer);
-  return finishCallWithText(mesh, started, text);
+  return writeEnd(mesh, started, endedOk(started, answer));
 }
 
-/** Ends a call OK with an answer already in JSON text. */
-export function finishCallWithText(mesh: CallsMesh, started: StartedCall, text: string): Promise<Call> {
+/**
+ * A started call ended OK with its answer, as its record will be written: an acting verb writes it
+ * to the outbox in its act's transaction (controller/invoke.ts), so the act and its call's end commit together.
+ */
+export function endedOk(started: StartedCall, answer: unknown): Call {
+  return endedOkWithText(started, answer === undefined ? 'null' : JSON.stringify(answer));
+}
+
+function endedOkWithText(started: StartedCall, text: string): Call {
   const bounded = boundText(text, ANSWER_BOUND);
-  return writeEnd(mesh, started, {
+  return {
     ...started.call,
     state: 'OK',
     endedAt: new Date().toISOString(),
     answer: bounded.text,
     answerTruncated: bounded.truncated,
     answerBytes: bounded.bytes,
-  });
+  };
+}
+
+/** Ends a call OK with an answer already in JSON text. */
+export function finishCallWithText(mesh: CallsMesh, started: StartedCall, text: string): Promise<Call> {
+  return writeEnd(mesh, started, endedOkWithText(started, text));
+}
+
+/**
+ * Puts a call's end relayed from the outbox (hand-acts/outbox.ts) over whatever its id holds (its
+ * RUNNING record, or a sweep's ABANDONED guess): what happened. Already there with these bytes (a
+ * row relayed twice) it is not put again, so a follower sees the end once.
+ */
+export async function putRelayedCall(mesh: CallsMesh, body: string): Promise<void> {
+  const call = JSON.parse(body) as Call;
+  const there = await mesh.buckets.calls.get(call.id);
+  if (there?.operation === 'PUT' && there.string() === body) return;
+  const revision = await mesh.buckets.calls.put(call.id, body);
+  endWatches.get(mesh.views.calls)?.watch(call.id, body, revision, undefined);
+  applyWritten(mesh, call, revision);
 }
 
 /** Ends a call FAILED with its error, and the answer text when there was one. */

@@ -68,6 +68,12 @@ export interface ControllerVerb<D, A extends ArgSpecs, R> {
   readonly args: A;
   /** A forwarding verb (callVerb) records its own call, under the seat it calls; the dispatcher records none. */
   readonly recordsItsOwnCall?: boolean;
+  /**
+   * An acting verb whose act commits in its own transactions and then sends on NATS (a plan's
+   * applies, a consumer's reset): it cannot run inside the dispatcher's transaction, so its hand-act
+   * and its call's end are written to the outbox just after its act, not with it.
+   */
+  readonly commitsItsOwnAct?: boolean;
   /** Its answer shows other callers' calls (their arguments and answers): never answered to a caller nobody named. */
   readonly showsOthersCalls?: boolean;
   run(mesh: D, args: ArgsOf<A>, call: VerbCall): Promise<R>;
@@ -77,14 +83,19 @@ export interface ControllerVerb<D, A extends ArgSpecs, R> {
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds verbs of every argument shape; each is typed where it is defined.
 export type AnyControllerVerb<D> = ControllerVerb<D, any, unknown>;
 
-/** A verb that changes the mesh: it takes why, cause and condition besides `args`, and leaves a hand-act. */
+/**
+ * A verb that changes the mesh: it takes why, cause and condition besides `args`, and leaves a
+ * hand-act. The dispatcher runs it in one transaction with its hand-act and its call's end (the
+ * `db` its handler gets is that transaction), unless it `commitsItsOwnAct`.
+ */
 export function actingVerb<D, const A extends ArgSpecs, R>(
   name: string,
   scope: 'act' | 'admin',
   args: A,
   run: (mesh: D, args: ArgsOf<A & ActingArgs>, call: VerbCall) => Promise<R>,
+  options: { commitsItsOwnAct?: boolean } = {},
 ): ControllerVerb<D, A & ActingArgs, R> {
-  return { name, acting: true, scope, args: { ...args, ...ACTING_ARGS }, run };
+  return { name, acting: true, scope, args: { ...args, ...ACTING_ARGS }, run, ...options };
 }
 
 /** A verb that reads the mesh and changes nothing. */

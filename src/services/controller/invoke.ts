@@ -1,15 +1,18 @@
 import type { Logger } from 'pino';
-import { DomainError, Forbidden, isStoreUnavailable, NotFound } from '../../kernel/errors.js';
+import { isLeaderless } from '../../bus/retry.js';
+import { DomainError, Forbidden, isStoreUnavailable, NotFound, STORE_UNAVAILABLE_MESSAGE, Unavailable } from '../../kernel/errors.js';
 import type { Scope } from '../access/caller.js';
 import { FORWARDING_VERB, judgeArgs } from '../calls/forward.js';
-import { type Call, type CallDoor, type CallsMesh, callErrorOf, failCall, finishCall, markRecorded, refuseCall, startCall } from '../calls/records.js';
+import { type Call, type CallDoor, callErrorOf, endedOk, failCall, markRecorded, refuseCall, type StartedCall, startCall } from '../calls/records.js';
 import { type ArgSpecs, type ArgsOf, type ControllerVerb, mayRun, protocolOf, scopeRefusal } from '../calls/verb.js';
 import type { MeshEvents } from '../events.js';
 import { checkActing } from '../hand-acts/hand-acts.js';
+import { actTogether, deliverSoon, type OutboxMesh } from '../hand-acts/outbox.js';
+import { type ActOutbox, writeToOutbox } from '../hand-acts/outbox-write.js';
 import { controllerVerb } from './verbs.js';
 
 /** What dispatching a verb needs of the mesh besides what the verb itself needs: the calls log, a logger, the events. */
-export interface DispatchMesh extends CallsMesh {
+export interface DispatchMesh extends OutboxMesh {
   config: { controller: string; replica: string };
   logger: Logger;
   events: MeshEvents;
@@ -93,21 +96,60 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
     // Reads are not kept: a dashboard polling them must not push acting calls out of the bucket.
     return { call: undefined, result: await verb.run(mesh, args, { ...asked, callId: '' }) };
   }
-  const started = await startCall(mesh, { ...base, args });
-  const { call } = started;
-  let result: R;
+  let started: StartedCall;
   try {
-    result = await verb.run(mesh, args, { ...asked, callId: call.id });
+    started = await startCall(mesh, { ...base, args });
   } catch (error) {
-    if (isStoreUnavailable(error)) mesh.logger.warn({ err: String(error), verb: verb.name, call: call.id }, 'controller verb failed: the store is unavailable');
+    // Nothing was done: the call could not even be recorded RUNNING. Said so, never INTERNAL.
+    mesh.logger.warn({ err: String(error), verb: verb.name }, 'controller verb refused: its call could not be recorded');
+    throw new Unavailable(`${BUS_UNAVAILABLE_MESSAGE}: ${verb.name} was not done`, { cause: error });
+  }
+  const { call } = started;
+  // The act's records (its hand-act, its call's end) go to the outbox in the act's own transaction.
+  const outbox: ActOutbox = { tx: mesh.db, ids: [] };
+  const run = (db: OutboxMesh['db']) => verb.run({ ...mesh, db, outbox }, args, { ...asked, callId: call.id });
+  let result: R;
+  let finished: Call;
+  try {
+    if (verb.commitsItsOwnAct) {
+      result = await run(mesh.db);
+      finished = endedOk(started, result);
+      await writeToOutbox(mesh.db, 'calls', call.id, JSON.stringify(finished));
+    } else {
+      ({ result, finished } = await actTogether(mesh.db, async (tx) => {
+        outbox.tx = tx;
+        const done = await run(tx);
+        const ended = endedOk(started, done);
+        await writeToOutbox(tx, 'calls', call.id, JSON.stringify(ended));
+        return { result: done, finished: ended };
+      }));
+    }
+  } catch (caught) {
+    const error = awayAsUnavailable(caught, verb.name);
+    if (error instanceof Unavailable) mesh.logger.warn({ err: String(caught), verb: verb.name, call: call.id }, `controller verb failed: ${error.message}`);
     else if (!(error instanceof DomainError)) mesh.logger.error({ err: error, verb: verb.name, call: call.id }, 'controller verb failed');
     await failCall(mesh, started, callErrorOf(error)).catch((err) => mesh.logger.error({ err, call: call.id }, 'could not record a failed call'));
     markRecorded(error, call.id);
     throw error;
   }
-  const finished = await finishCall(mesh, started, result);
-  if (verb.acting) mesh.events.emit('acted', verb.name);
+  outbox.ids.push(call.id);
+  await deliverSoon(mesh, outbox.ids);
+  mesh.events.emit('acted', verb.name);
   return { call: finished, result };
+}
+
+/** What a caller is told when NATS cannot take a call's record. */
+export const BUS_UNAVAILABLE_MESSAGE = 'NATS is unavailable';
+
+/**
+ * An act that failed because the store or NATS was away is said so (Unavailable, naming which):
+ * it did not commit, so nothing was done. Any other error is left as it is.
+ */
+function awayAsUnavailable(error: unknown, verb: string): unknown {
+  if (error instanceof DomainError) return error;
+  if (isStoreUnavailable(error)) return new Unavailable(`${STORE_UNAVAILABLE_MESSAGE}: ${verb} was not done`, { cause: error });
+  if (isLeaderless(error)) return new Unavailable(`${BUS_UNAVAILABLE_MESSAGE}: ${verb} was not done`, { cause: error });
+  return error;
 }
 
 /** A request for a verb the controller does not serve: recorded FAILED under the name asked, and thrown. */

@@ -8,6 +8,7 @@ import { Invalid } from '../../kernel/errors.js';
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { LiveQueue } from '../../kernel/live-queue.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
+import { type ActOutbox, writeToOutbox } from './outbox-write.js';
 
 /** A why, cause or condition is a sentence or a paragraph, not a document: bounded so the log stays readable. */
 export const HAND_ACT_TEXT_MAX = 4000;
@@ -70,6 +71,11 @@ export interface HandActLog {
   views: { handActs: KvView<HandAct> };
   /** Where each hand-act is logged as it is recorded (absent in tests of the log alone). */
   logger?: Logger;
+  /**
+   * The act's transaction, when the act runs in one (an acting verb, a seat change): the hand-act
+   * is written to the outbox in it, and relayed to the bucket after the commit (outbox.ts).
+   */
+  outbox?: ActOutbox;
 }
 
 export interface NewHandAct {
@@ -100,7 +106,11 @@ export function startHandActView(buckets: Buckets, jsm: JetStreamManager, logger
   });
 }
 
-/** Appends a hand-act (never overwrites one); Invalid when why is blank or a field is too long. */
+/**
+ * Appends a hand-act (never overwrites one); Invalid when why is blank or a field is too long. In
+ * an act's transaction (`mesh.outbox`) it is written to the outbox there, so it commits with the
+ * act; otherwise (a log alone, in tests) it is put in the bucket at once.
+ */
 export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promise<HandAct> {
   const acting = checkActing(input);
   const act = text(input.act, 'act', HAND_ACT_LABEL_MAX);
@@ -116,6 +126,11 @@ export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promis
     callId: input.callId ?? null,
   };
   const body = JSON.stringify(record);
+  if (mesh.outbox) {
+    await writeToOutbox(mesh.outbox.tx, 'handActs', record.id, body);
+    mesh.outbox.ids.push(record.id);
+    return record;
+  }
   const revision = await retryLeaderless(async (attempt) => {
     try {
       return await mesh.buckets.handActs.create(record.id, body);

@@ -1,7 +1,10 @@
 import type { Kysely } from 'kysely';
+import { isStoreUnavailable, STORE_UNAVAILABLE_MESSAGE, Unavailable } from '../../kernel/errors.js';
 import type { DB } from '../../store/tables.js';
 import type { MeshEvents } from '../events.js';
-import { appendHandAct, checkActing, type HandActLog, targetLabel } from '../hand-acts/hand-acts.js';
+import { appendHandAct, checkActing, targetLabel } from '../hand-acts/hand-acts.js';
+import { actTogether, deliverSoon, type OutboxMesh } from '../hand-acts/outbox.js';
+import type { ActOutbox } from '../hand-acts/outbox-write.js';
 import type { Catalogue } from './catalogue.js';
 import { defineSeat, type SeatInput } from './define.js';
 import { addSeatHolder, type Holding, holdSeat, releaseSeat } from './holdings.js';
@@ -11,8 +14,8 @@ import { resolveSeatName, type Seat } from './seats.js';
 /** The why a seat change given none records: `HandAct.why` is never empty, and says so plainly. */
 const WHY_NOT_GIVEN = 'not given';
 
-/** What a seat change needs: the store, the binary's seats, the hand-act log and the `acted` notice. */
-export interface SeatChangeMesh extends HandActLog {
+/** What a seat change needs: the store, the binary's seats, the hand-act log (and its outbox's relay) and the `acted` notice. */
+export interface SeatChangeMesh extends OutboxMesh {
   db: Kysely<DB>;
   catalogue: Catalogue;
   events: Pick<MeshEvents, 'emit'>;
@@ -27,22 +30,43 @@ export interface SeatChangeBy {
 }
 
 /**
- * Runs one seat change and, once it has succeeded, leaves its hand-act (act, target, the caller as
- * actor) and notifies `acted` so the status counts it. A refused change leaves none. Why, cause
- * and condition are judged before the change (too long: Invalid, nothing changed); a blank or
- * absent why is recorded as "not given".
+ * Runs one seat change and its hand-act (act, target, the caller as actor) in one transaction: the
+ * hand-act is written to the outbox beside the change and relayed to the bucket after the commit,
+ * so a change never stands without its trace, whatever NATS does meanwhile. Then notifies `acted`
+ * so the status counts it. A refused change leaves none. Why, cause and condition are judged
+ * before the change (too long: Invalid, nothing changed); a blank or absent why is recorded as
+ * "not given". The store away: Unavailable, nothing changed.
  */
-async function changeSeat<T>(mesh: SeatChangeMesh, by: SeatChangeBy, act: string, change: () => Promise<T>, target: (result: T) => string): Promise<T> {
+async function changeSeat<T>(
+  mesh: SeatChangeMesh,
+  by: SeatChangeBy,
+  act: string,
+  change: (db: Kysely<DB>) => Promise<T>,
+  target: (result: T) => string,
+): Promise<T> {
   const why = typeof by.why === 'string' && by.why.trim() !== '' ? by.why : WHY_NOT_GIVEN;
   const acting = checkActing({ why, cause: by.cause, condition: by.condition });
-  const result = await change();
-  await appendHandAct(mesh, { actor: by.actor, act, target: targetLabel(target(result)), ...acting });
+  const outbox: ActOutbox = { tx: mesh.db, ids: [] };
+  const result = await actTogether(mesh.db, async (tx) => {
+    outbox.tx = tx;
+    const done = await change(tx);
+    await appendHandAct({ ...mesh, outbox }, { actor: by.actor, act, target: targetLabel(target(done)), ...acting });
+    return done;
+  });
+  await deliverSoon(mesh, outbox.ids);
   mesh.events.emit('acted', act);
   return result;
 }
 
 /** The canonical name a seat name or alias resolves to now, for the hand-act's target; the name as given when none. */
-const canonical = async (mesh: SeatChangeMesh, seat: string): Promise<string> => (await resolveSeatName(mesh.db, seat)) ?? seat;
+const canonical = async (mesh: SeatChangeMesh, seat: string): Promise<string> => {
+  try {
+    return (await resolveSeatName(mesh.db, seat)) ?? seat;
+  } catch (error) {
+    if (isStoreUnavailable(error)) throw new Unavailable(`${STORE_UNAVAILABLE_MESSAGE}: nothing was changed`, { cause: error });
+    throw error;
+  }
+};
 
 /** `renameSeat`, leaving a hand-act whose target is `<old name> -> <new name>`. */
 export async function renameSeatBy(mesh: SeatChangeMesh, by: SeatChangeBy, from: string, to: string): Promise<Seat> {
@@ -51,7 +75,7 @@ export async function renameSeatBy(mesh: SeatChangeMesh, by: SeatChangeBy, from:
     mesh,
     by,
     'renameSeat',
-    () => renameSeat(mesh.db, mesh.catalogue, from, to),
+    (db) => renameSeat(db, mesh.catalogue, from, to),
     (seat) => `${was} -> ${seat.name}`,
   );
 }
@@ -62,7 +86,7 @@ export function defineSeatBy(mesh: SeatChangeMesh, by: SeatChangeBy, input: Seat
     mesh,
     by,
     'defineSeat',
-    () => defineSeat(mesh.db, mesh.catalogue, input),
+    (db) => defineSeat(db, mesh.catalogue, input),
     (seat) => seat.name,
   );
 }
@@ -83,7 +107,7 @@ export async function changeHolderBy(mesh: SeatChangeMesh, by: SeatChangeBy, act
     mesh,
     by,
     act,
-    () => HOLDER_CHANGES[act](mesh.db, mesh.catalogue, request),
+    (db) => HOLDER_CHANGES[act](db, mesh.catalogue, request),
     () => `${seat} by ${request.module} on ${request.machine}`,
   );
 }

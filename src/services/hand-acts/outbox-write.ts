@@ -1,0 +1,19 @@
+import { sql } from 'kysely';
+import type { Db } from '../seats/seats.js';
+
+/** The bucket an outbox row goes to (migrations/0007_record_outbox.ts). */
+export type RecordBucket = 'handActs' | 'calls';
+
+/** The transaction an act runs in, and the ids of the records it wrote to the outbox (put at once after the commit). */
+export interface ActOutbox {
+  tx: Db;
+  ids: string[];
+}
+
+/**
+ * Writes a record to the outbox in the act's transaction (or alone, committed at once, outside one):
+ * whichever replica relays first puts it in its bucket under `id` (outbox.ts).
+ */
+export async function writeToOutbox(tx: Db, bucket: RecordBucket, id: string, body: string): Promise<void> {
+  await sql`insert into record_outbox (bucket, id, body) values (${bucket}, ${id}, ${body})`.execute(tx);
+}
