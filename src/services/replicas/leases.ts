@@ -37,6 +37,18 @@ export interface Lease {
   replica: string;
   expiresAt: string;
   startedAt: string;
+  /**
+   * On the serving lease: its term, the revision of the entry its holder took it over from (0 when
+   * none was), kept while the holder refreshes. Each takeover's is higher than the one before (the
+   * take is a compare-and-set on that revision), so a reader refuses a composition of an older term.
+   */
+  term?: number;
+}
+
+/** Who holds the serving lease, and since which takeover (`Lease.term`). */
+export interface ServingHolder {
+  replica: string;
+  term: number;
 }
 
 /** What lease keeping needs of the mesh: the leases bucket and this replica's name. */
@@ -48,7 +60,8 @@ interface LeaseMesh {
 function decodeLease(entry: KvEntry): Lease | undefined {
   try {
     const lease = entry.json<Lease>();
-    return lease && typeof lease.replica === 'string' && typeof lease.expiresAt === 'string' ? lease : undefined;
+    if (!lease || typeof lease.replica !== 'string' || typeof lease.expiresAt !== 'string') return undefined;
+    return lease.term === undefined || Number.isSafeInteger(lease.term) ? lease : { ...lease, term: undefined };
   } catch {
     return undefined;
   }
@@ -56,12 +69,41 @@ function decodeLease(entry: KvEntry): Lease | undefined {
 
 const alive = (lease: Lease | undefined, now: number): lease is Lease => !!lease && Date.parse(lease.expiresAt) > now;
 
-const leaseOf = (mesh: LeaseMesh, startedAt: string): Lease => ({
+const leaseOf = (mesh: LeaseMesh, startedAt: string, term?: number): Lease => ({
   replica: mesh.config.replica,
   expiresAt: new Date(Date.now() + LEASE_TTL_MS).toISOString(),
   startedAt,
+  ...(term !== undefined && { term }),
 });
-const leaseFor = (mesh: LeaseMesh, startedAt: string): string => JSON.stringify(leaseOf(mesh, startedAt));
+const leaseFor = (mesh: LeaseMesh, startedAt: string, term: number): string => JSON.stringify(leaseOf(mesh, startedAt, term));
+
+/**
+ * `acquireServing`, answering the term this replica serves in (`Lease.term`), or undefined when
+ * another replica serves.
+ */
+async function takeServing(mesh: LeaseMesh, startedAt: string): Promise<number | undefined> {
+  const kv = mesh.buckets.leases;
+  try {
+    const entry = await kv.get(SERVING_KEY);
+    const held = entry && entry.operation === 'PUT' ? decodeLease(entry) : undefined;
+    if (!entry || !held) {
+      const term = entry?.revision ?? 0;
+      await kv.create(SERVING_KEY, leaseFor(mesh, startedAt, term));
+      return term;
+    }
+    if (held.replica === mesh.config.replica || !alive(held, Date.now())) {
+      // A refresh keeps the term; a takeover (or a lease written before terms) starts one.
+      const term = held.replica === mesh.config.replica && held.term !== undefined ? held.term : entry.revision;
+      await kv.update(SERVING_KEY, leaseFor(mesh, startedAt, term), entry.revision);
+      return term;
+    }
+    return undefined;
+  } catch (error) {
+    // No stream leader (a NATS node died): nothing is known, so this replica's standing is kept until the next try.
+    if (isLeaderless(error)) throw error;
+    return undefined; // another replica wrote first: it serves
+  }
+}
 
 /**
  * Takes the serving lease for this replica, or refreshes it when this replica holds it: created
@@ -69,25 +111,14 @@ const leaseFor = (mesh: LeaseMesh, startedAt: string): string => JSON.stringify(
  * of several replicas trying at once exactly one wins). True when this replica now serves.
  */
 export async function acquireServing(mesh: LeaseMesh, startedAt = new Date().toISOString()): Promise<boolean> {
-  const kv = mesh.buckets.leases;
-  const value = leaseFor(mesh, startedAt);
-  try {
-    const entry = await kv.get(SERVING_KEY);
-    const held = entry && entry.operation === 'PUT' ? decodeLease(entry) : undefined;
-    if (!entry || !held) {
-      await kv.create(SERVING_KEY, value);
-      return true;
-    }
-    if (held.replica === mesh.config.replica || !alive(held, Date.now())) {
-      await kv.update(SERVING_KEY, value, entry.revision);
-      return true;
-    }
-    return false;
-  } catch (error) {
-    // No stream leader (a NATS node died): nothing is known, so this replica's standing is kept until the next try.
-    if (isLeaderless(error)) throw error;
-    return false; // another replica wrote first: it serves
-  }
+  return (await takeServing(mesh, startedAt)) !== undefined;
+}
+
+/** The serving lease's holder and term as the bucket has it now, expired or not (a lease written before terms has term 0). */
+export async function readServingHolder(mesh: Pick<LeaseMesh, 'buckets'>): Promise<ServingHolder | undefined> {
+  const entry = await mesh.buckets.leases.get(SERVING_KEY);
+  const held = entry && entry.operation === 'PUT' ? decodeLease(entry) : undefined;
+  return held && { replica: held.replica, term: held.term ?? 0 };
 }
 
 /** The replica holding the serving lease, when one holds it unexpired. */
@@ -108,6 +139,13 @@ export async function releaseServing(mesh: LeaseMesh): Promise<void> {
 export interface Leases {
   /** Whether this replica held the serving lease at its last refresh. */
   isServing(): boolean;
+  /** The term this replica serves in (`Lease.term`) while it serves; undefined otherwise. */
+  servingTerm(): number | undefined;
+  /**
+   * The serving lease's holder and term as this replica last heard them (expired or not: the last
+   * holder's compositions are its until another takes over); `fresh` reads the bucket now.
+   */
+  servingHolder(fresh?: boolean): Promise<ServingHolder | undefined>;
   /** Called with true when this replica takes the serving lease, false when it loses it. Returns the unsubscribe. */
   onServingChange(listener: (serving: boolean) => void): () => void;
   /** The replicas whose lease is alive, this one included. */
@@ -140,6 +178,7 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
   const view = await KvView.start(buckets.leases, buckets.names.leases, jsm, { decode: decodeLease, logger });
   const listeners = new Set<(serving: boolean) => void>();
   let serving = false;
+  let term: number | undefined;
   let stopped = false;
   /** When the serving lease was last renewed (performance.now()). */
   let servingRenewedAt = Number.NEGATIVE_INFINITY;
@@ -199,7 +238,8 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
 
   const contend = async () => {
     const askedAt = performance.now();
-    const now = await acquireServing(mesh, startedIso);
+    term = await takeServing(mesh, startedIso);
+    const now = term !== undefined;
     if (now) servingRenewedAt = askedAt;
     if (now !== serving) tell(now);
   };
@@ -236,6 +276,12 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
 
   return {
     isServing: () => serving && trusted(),
+    servingTerm: () => (serving && trusted() ? term : undefined),
+    async servingHolder(fresh = false) {
+      if (fresh) return readServingHolder(mesh);
+      const held = view.get(SERVING_KEY)?.value;
+      return held && { replica: held.replica, term: held.term ?? 0 };
+    },
     continuousSince,
     onServingChange(listener) {
       listeners.add(listener);

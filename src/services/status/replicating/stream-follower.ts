@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
 import type { Composition } from '../composition.js';
 import { applyDelta, type StatusDelta } from '../delta/delta.js';
+import type { StatusSeal } from './seal.js';
 import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, statusAssembler } from './wire.js';
 
 /** A read of the stream that fails (NATS restarting) is tried again this long after. */
@@ -17,6 +18,12 @@ export interface StatusStreamLink {
   subjects: StatusStreamSubjects;
   /** Asks the serving replica for a snapshot (a poke with trigger `resync`): after a gap no newer one is in the stream yet. */
   askSnapshot(): void;
+  /**
+   * The status's seal (`statusSeal`): what the serving replica publishes is sealed with it, and
+   * only what it seals is taken, from the stream and from `<subjects>.status`. The gateway always
+   * has one; without it (a test of the stream alone) every well-formed message is taken.
+   */
+  sealing?: StatusSeal;
 }
 
 export interface FollowerStats {
@@ -28,13 +35,25 @@ export interface FollowerStats {
 
 export const storedAsMessage = (m: StoredMsg): StreamMessage => ({ seq: m.seq, data: m.data, headers: m.header, time: m.time.getTime() });
 
-/** The stream sequence where the last snapshot begins, and its composition seq; undefined when the stream holds none. */
-async function lastSnapshot(link: Pick<StatusStreamLink, 'jsm' | 'stream' | 'subjects'>): Promise<{ start: number; seq: number } | undefined> {
+/**
+ * The stream sequence where the last snapshot begins, and its composition seq; undefined when the
+ * stream holds none, or when the last one is not sealed by the serving replica (counted: a forged
+ * snapshot put last is not where a replica starts; it asks for a new one).
+ */
+async function lastSnapshot(
+  link: Pick<StatusStreamLink, 'jsm' | 'stream' | 'subjects' | 'sealing' | 'askSnapshot'>,
+): Promise<{ start: number; seq: number } | undefined> {
   const last = await link.jsm.streams.getMessage(link.stream, { last_by_subj: link.subjects.snapshot }).catch((error: Error) => {
     if (/no message found|not found/i.test(error.message)) return null;
     throw error;
   });
   if (!last) return undefined;
+  const refusal = await link.sealing?.check(last.header, last.data);
+  if (refusal) {
+    link.sealing?.refuse(refusal, { streamSeq: last.seq, err: 'the last snapshot in the status stream is not the serving replica’s: asking for one' });
+    link.askSnapshot();
+    return undefined;
+  }
   const framing = framingOf({ seq: last.seq, headers: last.header });
   const start = snapshotStartOf({ seq: last.seq, headers: last.header });
   return framing && start !== undefined ? { start, seq: framing.seq } : undefined;
@@ -126,7 +145,7 @@ export function followStatusStream(
         messages = await consumer.consume();
         // Stopped while the consumer was being made: nothing would end the loop below.
         if (stopped) return;
-        const assemble = statusAssembler();
+        const assemble = statusAssembler({ sealing: link.sealing, held: () => feed.current()?.seq });
         for await (const m of messages) {
           // What it holds already (its own, on the serving replica) is not even gunzipped or parsed.
           const framing = framingOf({ seq: m.seq, headers: m.headers });
@@ -156,7 +175,7 @@ export function followStatusStream(
     }
   };
   const running = run();
-  const liveAssemble = statusAssembler();
+  const liveAssemble = statusAssembler({ sealing: link.sealing, held: () => feed.current()?.seq });
   let liveChain = Promise.resolve();
   const liveSub = live?.nc.subscribe(link.subjects.all, {
     callback: (err, m) => {

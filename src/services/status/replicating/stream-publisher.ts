@@ -7,7 +7,7 @@ import type { ComposeTrigger } from '../composing/poke.js';
 import type { Composition, MachineStatus } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
-import { encodeStreamEntry } from './wire.js';
+import { encodeStreamEntry, type StatusSealing } from './wire.js';
 
 /** The serving replica puts a whole composition into the status stream at least this often (and on a takeover). */
 export const SNAPSHOT_EVERY_MS = 60_000;
@@ -72,6 +72,8 @@ export interface StatusPublisherLink {
   /** The composition this replica holds: the one the next is a delta from. */
   current(): Composition | undefined;
   logger?: Logger;
+  /** Seals every part put (`statusSeal`), so followers know it is the serving replica's; the gateway always passes the link's. */
+  sealing?: StatusSealing;
 }
 
 /** What the publisher put: the composition as coarsened, the delta to it from the one held, and whether it goes whole on `<subjects>.status`. */
@@ -123,8 +125,15 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
     try {
       const counts = countStates(next.machines);
       if (delta)
-        await put(link.subjects.delta, await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq, counts }));
-      if (whole) snapshot = { streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload, { counts })), at: Date.now() };
+        await put(
+          link.subjects.delta,
+          await encodeStreamEntry('delta', delta, maxPayload, { base: delta.baseSeq, snapshotAt: snapshot?.streamSeq, counts }, link.sealing),
+        );
+      if (whole)
+        snapshot = {
+          streamSeq: await put(link.subjects.snapshot, await encodeStreamEntry('snapshot', next, maxPayload, { counts }, link.sealing)),
+          at: Date.now(),
+        };
       published = next.seq;
     } catch (error) {
       if (isWrongLastSequence(error)) {

@@ -1,19 +1,99 @@
 import { promisify } from 'node:util';
-import { gunzip, gzip, constants as zlib } from 'node:zlib';
+import { gunzip, gzip, type ZlibOptions, constants as zlib } from 'node:zlib';
 import { headers, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { Composition } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
 
 const gzipAsync = promisify(gzip);
-const gunzipAsync = promisify(gunzip);
+const gunzipAsync = promisify(gunzip) as (data: Buffer, options: ZlibOptions) => Promise<Buffer>;
 
 /** Room left in a NATS message for headers and protocol framing. */
 const PAYLOAD_HEADROOM = 8 * 1024;
 /** A status message is cut into at most this many parts: a reader refuses a header saying more, a writer never writes more. */
 export const STATUS_PARTS_MAX = 10_000;
+/**
+ * A status message's JSON is at most this many bytes once gunzipped (and its parts, joined, at most
+ * this many gzipped): a reader stops gunzipping past it (zlib's `maxOutputLength`) and refuses the
+ * message. Sized from the largest honest composition: a million machines at 150 bytes each (measured
+ * on test/fixtures/compositions.ts: name, site, state, lastHeardAt, modules, a holding) with their
+ * seats is about 170 MB, twice that with long names and several holdings; 500 MiB holds it and stays
+ * under V8's longest string (2^29 - 24 characters), which JSON.parse would need anyway.
+ */
+export const STATUS_UNZIPPED_MAX = 500 * 1024 * 1024;
+/**
+ * The highest seq a status message may carry: 2^48, a composition a millisecond for 8,900 years,
+ * and far below 2^53, so a seq plus anything a reader adds stays an exact integer.
+ */
+export const STATUS_SEQ_MAX = 2 ** 48;
+/**
+ * A composition more than this many seqs past the one held is refused, not taken: seqs grow by one
+ * a composition, so this is over three years of one a second; only a forged or broken one jumps so.
+ * (A replica holding nothing takes any bounded seq.)
+ */
+export const STATUS_SEQ_JUMP_MAX = 100_000_000;
+
+/** Whether `n` can be a composition's seq (STATUS_SEQ_MAX). */
+export const isStatusSeq = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 && n <= STATUS_SEQ_MAX;
 
 const SEQ_HEADER = 'Mesh-Status-Seq';
 export const PART_HEADER = 'Mesh-Status-Part';
+/** The replica that published a status message, its serving term, the id of the key that sealed it, and the seal (HMAC, base64url). */
+export const REPLICA_HEADER = 'Mesh-Status-Replica';
+export const TERM_HEADER = 'Mesh-Status-Term';
+export const KEY_HEADER = 'Mesh-Status-Key';
+export const SEAL_HEADER = 'Mesh-Status-Seal';
+/** The headers a seal covers, with the body: everything that frames or attributes a message. */
+const SEALED_HEADERS = [
+  'Mesh-Status-Seq',
+  'Mesh-Status-Kind',
+  'Mesh-Status-Base',
+  'Mesh-Status-Snapshot',
+  'Mesh-Status-Counts',
+  'Mesh-Status-Part',
+  'Content-Encoding',
+  REPLICA_HEADER,
+  TERM_HEADER,
+  KEY_HEADER,
+] as const;
+const SEAL_VERSION = Buffer.from('mesh-status-seal/1\n');
+
+/**
+ * The bytes a status message's seal is the HMAC of: a version, each framing header as `name=value`
+ * (empty when absent) on its line, then the body. A header moved between messages, dropped or
+ * changed breaks the seal as surely as a changed body.
+ */
+export function sealedBytes(h: MsgHdrs, data: Uint8Array): Uint8Array[] {
+  const framing = SEALED_HEADERS.map((name) => `${name}=${h.get(name)}\n`).join('');
+  return [SEAL_VERSION, Buffer.from(framing), data];
+}
+
+/**
+ * How status messages are sealed and checked (`replicating/seal.ts` makes one from the replica
+ * key and the serving lease): `seal` signs one part as the serving replica, `check` answers why a
+ * message is refused (undefined when it is the serving replica's), `refuse` counts and logs a
+ * refusal. Without one, nothing is sealed or checked (a codec test, a tool reading the subject).
+ */
+export interface StatusSealing {
+  seal(h: MsgHdrs, data: Uint8Array): void;
+  check(h: MsgHdrs | undefined, data: Uint8Array): Promise<StatusRefusal | undefined>;
+  refuse(reason: StatusRefusal, detail: Record<string, unknown>): void;
+}
+
+/** Why a status message was refused. */
+export const STATUS_REFUSALS = ['unsealed', 'forged', 'not-serving', 'stale-term', 'seq-out-of-bounds', 'seq-jump', 'too-large', 'malformed'] as const;
+export type StatusRefusal = (typeof STATUS_REFUSALS)[number];
+
+/** A status message refused by a reader: it is ignored, counted and (rate-limited) logged. */
+export class StatusRefused extends Error {
+  constructor(
+    readonly reason: StatusRefusal,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StatusRefused';
+  }
+}
+
 /** `snapshot` (a whole composition) or `delta` (from `Mesh-Status-Base` to `Mesh-Status-Seq`); absent on `<subjects>.status`, where every message is a whole composition. */
 export const KIND_HEADER = 'Mesh-Status-Kind';
 const BASE_HEADER = 'Mesh-Status-Base';
@@ -51,6 +131,7 @@ async function encodeStatusMessage(
   value: Composition | StatusDelta,
   maxPayload: number,
   framing: StreamFraming = {},
+  sealing?: StatusSealing,
 ): Promise<StatusPart[]> {
   const json = Buffer.from(JSON.stringify(value));
   const room = Math.max(maxPayload - PAYLOAD_HEADROOM, 1024);
@@ -67,26 +148,40 @@ async function encodeStatusMessage(
     }
     return h;
   };
-  if (json.length <= room) return [{ data: json, ...(kind && { headers: frame() }) }];
+  const sealed = (part: StatusPart): StatusPart => {
+    if (!sealing) return part;
+    const h = part.headers ?? frame();
+    sealing.seal(h, part.data);
+    return { data: part.data, headers: h };
+  };
+  if (json.length <= room) return [sealed({ data: json, ...(kind && { headers: frame() }) })];
   const packed = await gzipAsync(json, { level: zlib.Z_BEST_SPEED });
   const count = Math.ceil(packed.length / room);
   if (count > STATUS_PARTS_MAX) throw new Error(`status message ${value.seq} needs ${count} parts, over ${STATUS_PARTS_MAX}`);
   const parts: StatusPart[] = [];
-  for (let i = 0; i < count; i++) parts.push({ data: packed.subarray(i * room, (i + 1) * room), headers: frame(`${i + 1}/${count}`) });
+  for (let i = 0; i < count; i++) parts.push(sealed({ data: packed.subarray(i * room, (i + 1) * room), headers: frame(`${i + 1}/${count}`) }));
   return parts;
 }
 
-/** A snapshot or a delta as it goes into the status stream (`encodeStatusMessage`). */
-export const encodeStreamEntry = (kind: StreamKind, value: Composition | StatusDelta, maxPayload: number, framing: StreamFraming = {}): Promise<StatusPart[]> =>
-  encodeStatusMessage(kind, value, maxPayload, framing);
+/** A snapshot or a delta as it goes into the status stream (`encodeStatusMessage`), sealed with `sealing` when given. */
+export const encodeStreamEntry = (
+  kind: StreamKind,
+  value: Composition | StatusDelta,
+  maxPayload: number,
+  framing: StreamFraming = {},
+  sealing?: StatusSealing,
+): Promise<StatusPart[]> => encodeStatusMessage(kind, value, maxPayload, framing, sealing);
 
-/** A composition as it travels on `<subjects>.status` (`encodeStatusMessage`): plain JSON in one message when it fits. */
-export const encodeComposition = (composition: Composition, maxPayload: number): Promise<StatusPart[]> =>
-  encodeStatusMessage(undefined, composition, maxPayload);
+/**
+ * A composition as it travels on `<subjects>.status` (`encodeStatusMessage`): plain JSON in one
+ * message when it fits (its headers then only the seal's, with `sealing`).
+ */
+export const encodeComposition = (composition: Composition, maxPayload: number, sealing?: StatusSealing): Promise<StatusPart[]> =>
+  encodeStatusMessage(undefined, composition, maxPayload, {}, sealing);
 
-/** Publishes a composition on `subject` as `encodeComposition` frames it. */
-export async function publishComposition(nc: NatsConnection, subject: string, composition: Composition): Promise<void> {
-  const parts = await encodeComposition(composition, nc.info?.max_payload ?? 1024 * 1024);
+/** Publishes a composition on `subject` as `encodeComposition` frames it (sealed with `sealing` when given). */
+export async function publishComposition(nc: NatsConnection, subject: string, composition: Composition, sealing?: StatusSealing): Promise<void> {
+  const parts = await encodeComposition(composition, nc.info?.max_payload ?? 1024 * 1024, sealing);
   for (const part of parts) nc.publish(subject, part.data, part.headers ? { headers: part.headers } : undefined);
 }
 
@@ -109,6 +204,11 @@ const number = (h: MsgHdrs | undefined, key: string): number | undefined => {
   const n = raw ? Number(raw) : Number.NaN;
   return Number.isSafeInteger(n) ? n : undefined;
 };
+/** A seq header: undefined unless a bounded seq (`isStatusSeq`). */
+const seqHeader = (h: MsgHdrs | undefined, key: string): number | undefined => {
+  const n = number(h, key);
+  return isStatusSeq(n) ? n : undefined;
+};
 
 /** The part `i/n` a message says it is (1/1 without the header); undefined when the header is not one. */
 function partOf(h: MsgHdrs | undefined): { partIndex: number; partCount: number } | undefined {
@@ -120,7 +220,7 @@ function partOf(h: MsgHdrs | undefined): { partIndex: number; partCount: number 
 /** The header fields of a stream message, read without its body (binary search reads only these). */
 export function framingOf(msg: Pick<StreamMessage, 'headers' | 'seq'>): { kind: StreamKind; seq: number; partIndex: number; partCount: number } | undefined {
   const kind = msg.headers?.get(KIND_HEADER);
-  const seq = number(msg.headers, SEQ_HEADER);
+  const seq = seqHeader(msg.headers, SEQ_HEADER);
   if ((kind !== 'snapshot' && kind !== 'delta') || seq === undefined) return undefined;
   const part = partOf(msg.headers);
   return part && { kind, seq, ...part };
@@ -134,59 +234,130 @@ export function snapshotStartOf(msg: Pick<StreamMessage, 'headers' | 'seq'>): nu
   return number(msg.headers, SNAPSHOT_HEADER);
 }
 
+/** Gunzips a status message's body, refusing (`too-large`) one whose JSON would pass STATUS_UNZIPPED_MAX. */
+async function gunzipBounded(body: Buffer): Promise<Buffer> {
+  try {
+    return await gunzipAsync(body, { maxOutputLength: STATUS_UNZIPPED_MAX });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError)
+      throw new StatusRefused('too-large', `a status message over ${STATUS_UNZIPPED_MAX} bytes gunzipped`);
+    throw new StatusRefused('malformed', `a status message that does not gunzip: ${String(error)}`);
+  }
+}
+
+/** The status message in `body`, checked for its shape and bounded seqs; throws StatusRefused when it is not one. */
+function parseStatus(body: Buffer, framing: { kind: StreamKind; seq: number | undefined }): Composition | StatusDelta {
+  let value: Composition | StatusDelta;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new StatusRefused('malformed', 'a status message that is not JSON');
+  }
+  if (typeof value?.seq !== 'number' || (framing.seq !== undefined && value.seq !== framing.seq))
+    throw new StatusRefused('malformed', 'a status message whose body is not its seq');
+  if (!isStatusSeq(value.seq)) throw new StatusRefused('seq-out-of-bounds', `a status message whose seq is not an integer from 0 to ${STATUS_SEQ_MAX}`);
+  if (framing.kind === 'snapshot') {
+    if (!Array.isArray((value as Composition).machines)) throw new StatusRefused('malformed', 'a snapshot that is not a composition');
+    return value;
+  }
+  const delta = value as StatusDelta;
+  if (typeof delta.baseSeq !== 'number' || typeof delta.machines !== 'object') throw new StatusRefused('malformed', 'a delta that is not one');
+  if (!isStatusSeq(delta.baseSeq) || delta.baseSeq >= delta.seq)
+    throw new StatusRefused('seq-out-of-bounds', 'a delta whose base is not a bounded seq before its own');
+  return value;
+}
+
+/** What an assembler is given: `whole` reads `<subjects>.status`; `sealing` checks every message first (and counts what it refuses). */
+export interface AssemblerOptions {
+  whole?: boolean;
+  sealing?: StatusSealing;
+  /** The seq of the composition held, if any: one more than STATUS_SEQ_JUMP_MAX past it is refused. */
+  held?: () => number | undefined;
+}
+
 /**
  * Joins status messages into entries, in order: a one-part message is an entry at once (gunzipped
  * when it says so); the parts of one are joined, gunzipped and parsed at the last. A part out of
  * place (another message started, a part missing) drops what was being joined; a part of an older
- * seq than the one being joined is ignored. Throws on a message that is not one. With `whole`
- * (the reader of `<subjects>.status`), a message without `Mesh-Status-Kind` is a whole composition.
+ * seq than the one being joined is ignored. With `whole` (the reader of `<subjects>.status`), a
+ * message without `Mesh-Status-Kind` is a whole composition.
+ *
+ * With `sealing`, each message's seal and publisher are checked before anything else is read (an
+ * outsider's part is never joined nor gunzipped), and a refused message is counted, logged
+ * (rate-limited) and answered undefined; without it, a refused message throws StatusRefused.
+ * Either way: seqs are bounded (`isStatusSeq`, STATUS_SEQ_JUMP_MAX past `held`), gunzipping stops
+ * at STATUS_UNZIPPED_MAX, and parts being joined hold at most that many bytes.
  */
-export function statusAssembler(options: { whole?: boolean } = {}): (msg: StreamMessage) => Promise<StreamEntry | undefined> {
-  let joining: { seq: number; kind: StreamKind; parts: Uint8Array[]; next: number; first: number } | undefined;
-  return async (msg) => {
+export function statusAssembler(options: AssemblerOptions = {}): (msg: StreamMessage) => Promise<StreamEntry | undefined> {
+  let joining: { seq: number; kind: StreamKind; parts: Uint8Array[]; bytes: number; next: number; first: number } | undefined;
+  const assemble = async (msg: StreamMessage): Promise<StreamEntry | undefined> => {
     const framing = framingOf(msg) ?? (options.whole && !msg.headers?.get(KIND_HEADER) ? wholeFraming(msg) : undefined);
-    if (!framing) throw new Error('not a status message');
+    if (!framing) throw new StatusRefused(msg.headers?.get(SEQ_HEADER) ? 'seq-out-of-bounds' : 'malformed', 'not a status message');
+    if (options.sealing) {
+      const refusal = await options.sealing.check(msg.headers, msg.data);
+      if (refusal) throw new StatusRefused(refusal, 'a status message not sealed by the serving replica');
+    }
     let body: Buffer;
     let first = msg.seq;
     if (framing.partCount === 1) {
       body = Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength);
-      if (msg.headers?.get('Content-Encoding') === 'gzip') body = await gunzipAsync(body);
+      if (msg.headers?.get('Content-Encoding') === 'gzip') body = await gunzipBounded(body);
     } else {
-      if (framing.seq === undefined) throw new Error('a status part without its seq');
+      if (framing.seq === undefined) throw new StatusRefused('malformed', 'a status part without its seq');
       if (joining && framing.seq < joining.seq) return undefined;
-      if (framing.partIndex === 1) joining = { seq: framing.seq, kind: framing.kind, parts: [], next: 1, first: msg.seq };
+      if (framing.partIndex === 1) joining = { seq: framing.seq, kind: framing.kind, parts: [], bytes: 0, next: 1, first: msg.seq };
       if (!joining || joining.seq !== framing.seq || joining.kind !== framing.kind || joining.next !== framing.partIndex) {
         joining = undefined;
         return undefined;
+      }
+      joining.bytes += msg.data.byteLength;
+      if (joining.bytes > STATUS_UNZIPPED_MAX) {
+        joining = undefined;
+        throw new StatusRefused('too-large', `a status message over ${STATUS_UNZIPPED_MAX} bytes in its parts`);
       }
       joining.parts.push(msg.data.slice());
       joining.next++;
       if (framing.partIndex < framing.partCount) return undefined;
       first = joining.first;
-      body = await gunzipAsync(Buffer.concat(joining.parts));
+      const parts = joining.parts;
       joining = undefined;
+      body = await gunzipBounded(Buffer.concat(parts));
     }
-    const value = JSON.parse(body.toString('utf8'));
-    if (typeof value?.seq !== 'number' || (framing.seq !== undefined && value.seq !== framing.seq))
-      throw new Error('a status message whose body is not its seq');
-    if (framing.kind === 'snapshot') {
-      if (!Array.isArray(value.machines)) throw new Error('a snapshot that is not a composition');
+    const value = parseStatus(body, framing);
+    const held = options.held?.();
+    if (held !== undefined && value.seq > held + STATUS_SEQ_JUMP_MAX)
+      throw new StatusRefused('seq-jump', `a status message ${value.seq - held} seqs past the one held, over ${STATUS_SEQ_JUMP_MAX}`);
+    if (framing.kind === 'snapshot')
       return { kind: 'snapshot', seq: value.seq, composition: Object.freeze(value as Composition), streamSeq: first, time: msg.time };
-    }
-    if (typeof value.baseSeq !== 'number' || typeof value.machines !== 'object') throw new Error('a delta that is not one');
     return { kind: 'delta', seq: value.seq, delta: value as StatusDelta, snapshotAt: number(msg.headers, SNAPSHOT_HEADER), streamSeq: first, time: msg.time };
   };
+  const { sealing } = options;
+  if (!sealing) return assemble;
+  return (msg) =>
+    assemble(msg).catch((error) => {
+      if (!(error instanceof StatusRefused)) throw error;
+      sealing.refuse(error.reason, { err: error.message, seq: msg.headers?.get(SEQ_HEADER), streamSeq: msg.seq || undefined });
+      return undefined;
+    });
 }
 
-/** A message of `<subjects>.status`: a whole composition, its seq in a header only when it is cut into parts. */
+/** A message of `<subjects>.status`: a whole composition, its seq in a header when it is cut into parts (or sealed). */
 function wholeFraming(msg: Pick<StreamMessage, 'headers'>): { kind: StreamKind; seq: number | undefined; partIndex: number; partCount: number } | undefined {
   const part = partOf(msg.headers);
-  return part && { kind: 'snapshot', seq: number(msg.headers, SEQ_HEADER), ...part };
+  const seq = seqHeader(msg.headers, SEQ_HEADER);
+  if (msg.headers?.get(SEQ_HEADER) && seq === undefined) return undefined;
+  return part && { kind: 'snapshot', seq, ...part };
 }
 
-/** Reassembles compositions from `<subjects>.status` messages (`statusAssembler` with `whole`). */
-export function compositionAssembler(): (msg: Pick<Msg, 'data' | 'headers'>) => Promise<Composition | undefined> {
-  const assemble = statusAssembler({ whole: true });
+/**
+ * Reassembles compositions from `<subjects>.status` messages (`statusAssembler` with `whole`):
+ * with `sealing`, only the serving replica's are taken; with `held`, none more than
+ * STATUS_SEQ_JUMP_MAX past the one held.
+ */
+export function compositionAssembler(
+  options: Pick<AssemblerOptions, 'sealing' | 'held'> = {},
+): (msg: Pick<Msg, 'data' | 'headers'>) => Promise<Composition | undefined> {
+  const assemble = statusAssembler({ ...options, whole: true });
   return async (msg) => {
     const entry = await assemble({ seq: 0, data: msg.data, headers: msg.headers, time: Date.now() });
     return entry?.kind === 'snapshot' ? entry.composition : undefined;

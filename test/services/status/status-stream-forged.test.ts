@@ -1,0 +1,56 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { useGateway } from '../../fixtures/gateway.js';
+import { anAgent, eventually } from '../../fixtures/live.js';
+
+// Issue 34, item 4: a whole composition with seq 2^53 and no machines, published on
+// `<subjects>.status` by any NATS client, was taken: the status then answered no data, and new
+// machines never appeared.
+
+const { gw: gateway, env } = useGateway('forged', { env: { MESH_HEARTBEAT_S: '1' } });
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  nc = await connect({ servers: env.env.NATS_URL });
+  await eventually(() => gateway.mesh.status.current(), 'the first composition');
+});
+afterAll(async () => {
+  await nc?.close();
+});
+
+const statusNames = async () => {
+  const { data, errors } = await gateway.gql('{ status { seq machines { name } } }');
+  expect(errors).toBeUndefined();
+  return { seq: data.status.seq as number, names: (data.status.machines as { name: string }[]).map((m) => m.name) };
+};
+
+test('a whole composition with an unsafe seq on the status subject is ignored: the status keeps answering, with the machines heard after it', async () => {
+  const held = gateway.mesh.status.current()!.seq;
+  const forged = {
+    seq: 9007199254740992,
+    controller: env.controller,
+    composedAt: new Date().toISOString(),
+    tookMs: 0,
+    trigger: 'news',
+    machines: [],
+    seats: [],
+    unheldSeats: [],
+    callsRunning: 0,
+    handActsThisWeek: 0,
+    repeatedCauses: [],
+    plans: [],
+  };
+  // As the attacker sent it: plain JSON, no headers, from a client of its own.
+  nc.publish(`${env.subjects}.status`, JSON.stringify(forged));
+  await nc.flush();
+  const agent = await anAgent(env.env.NATS_URL);
+  try {
+    agent.heartbeat(env.subjects, 'after-forgery-1', { site: 'eu-1', modules: ['broker'] });
+    await eventually(async () => (await statusNames()).names.includes('after-forgery-1'), 'the machine heard after the forgery in status', 10_000);
+  } finally {
+    await agent.close();
+  }
+  const { seq } = await statusNames();
+  expect(seq).toBeGreaterThan(held);
+  expect(seq).toBeLessThan(held + 1_000);
+});
