@@ -22,7 +22,7 @@ const UNKNOWN_KEY_RELOAD_MIN_MS = 1_000;
 /** The keys read (and kept in the store): the one announced, the one signing and the one before. */
 const KEYS_KEPT = 3;
 
-/** The key's table, as this module reads it (migrations/0006_replica_key.ts). */
+/** The key's table, as this module reads it (migrations/0008_replica_key.ts). */
 interface ReplicaKeyRow {
   id: number;
   secret: Uint8Array;
