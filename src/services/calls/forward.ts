@@ -17,7 +17,6 @@ import {
   callErrorOf,
   failCall,
   finishCallWithText,
-  markRecorded,
   type NewCall,
   refuseCall,
   type StartedCall,
@@ -161,7 +160,7 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
     args = judgeArgs(seat.name, verb, request.args);
   } catch (error) {
     if (!(error instanceof DomainError)) mesh.logger.error({ err: error, seat: record.seat, verb: record.verb }, 'judging a forwarded call failed');
-    markRecorded(error, (await refuseCall(mesh, record, callErrorOf(error))).id);
+    await refuseCall(mesh, record, callErrorOf(error));
     throw error;
   }
   const started = await startCall(mesh, { ...record, args });

@@ -10,6 +10,7 @@ import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 import { JSON_DEPTH_MAX, jsonTooDeep, oneOf } from '../../kernel/values.js';
 import { aliasesOfSeats, type Db, resolveSeatName } from '../seats/seats.js';
 import { CallEndWatch } from './end-watch.js';
+import { type SharedBucket, withRoomFor } from './fair-share.js';
 
 /** A call's answer is kept up to this many bytes of JSON: enough to read, small enough that 1000 fit in memory. */
 export const ANSWER_BOUND = 64 * 1024;
@@ -123,11 +124,6 @@ export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, j
 /** Puts a call's record under its id, retried while the bucket's stream elects a leader (a put of the same record twice is harmless); answers its revision. */
 const putCall = (calls: Buckets['calls'], id: string, body: string): Promise<number> => retryLeaderless(() => calls.put(id, body), `call ${id}`);
 
-/** Puts the call and brings this replica's view up to it. */
-async function write(mesh: CallsMesh, call: Call): Promise<Call> {
-  return applyWritten(mesh, call, await putCall(mesh.buckets.calls, call.id, JSON.stringify(call)));
-}
-
 /** Brings this replica's view up to the call as written at `revision`, and logs a call that ended. */
 function applyWritten(mesh: CallsMesh, call: Call, revision: number): Call {
   mesh.views.calls.apply(call.id, summary(call), revision);
@@ -199,18 +195,53 @@ export interface StartedCall {
   revision: number;
 }
 
-/** Writes a call RUNNING before its work starts; the work must not begin until this resolves. */
+/**
+ * A caller's share of the calls kept: a tenth of the bucket, so one caller's calls, however many,
+ * push out only its own, and ten callers at their share still fit (docs/calls.md).
+ */
+export const CALLS_KEPT_PER_CALLER = CALLS_KEPT / 10;
+
+/** The calls bucket as a fair share (fair-share.ts): by caller; a RUNNING call never goes. */
+const callsShared = (mesh: CallsMesh): SharedBucket<CallSummary> => ({
+  kv: mesh.buckets.calls,
+  view: mesh.views.calls,
+  kept: CALLS_KEPT,
+  share: CALLS_KEPT_PER_CALLER,
+  ownerOf: (call) => call.caller,
+  mayGo: (call) => call.state !== 'RUNNING',
+});
+
+/**
+ * Writes a call RUNNING before its work starts; the work must not begin until this resolves. Room
+ * is made first within its caller's share (fair-share.ts).
+ */
 export async function startCall(mesh: CallsMesh, call: NewCall): Promise<StartedCall> {
   const running = fresh(mesh, call, 'RUNNING');
-  const revision = await putCall(mesh.buckets.calls, running.id, JSON.stringify(running));
-  return { call: applyWritten(mesh, running, revision), revision };
+  // Written into the view within its turn: the next call's room is weighed with this one in it.
+  return withRoomFor(callsShared(mesh), call.caller, async () => {
+    const revision = await putCall(mesh.buckets.calls, running.id, JSON.stringify(running));
+    return { call: applyWritten(mesh, running, revision), revision };
+  });
 }
 
-/** Records a call refused before any work (bad arguments, unknown verb): FAILED at once, with why. */
-export function refuseCall(mesh: CallsMesh, call: NewCall, error: CallError): Promise<Call> {
-  const refused = fresh(mesh, call, 'FAILED');
-  return write(mesh, { ...refused, endedAt: refused.startedAt, error });
+/** Refusals counted on each replica, by error code: what a refused request leaves. */
+const refusals = new WeakMap<KvView<CallSummary>, Map<string, number>>();
+
+/**
+ * A call refused before any work (bad arguments, unknown verb, BUSY) is counted, never kept: a
+ * flood of refusals costs a counter, and pushes no caller's kept call out (docs/calls.md). Answers
+ * no call id (there is none to read).
+ */
+export async function refuseCall(mesh: CallsMesh, call: NewCall, error: CallError): Promise<{ id?: string }> {
+  const counts = refusals.get(mesh.views.calls) ?? new Map<string, number>();
+  refusals.set(mesh.views.calls, counts);
+  counts.set(error.code, (counts.get(error.code) ?? 0) + 1);
+  mesh.logger?.debug({ seat: call.seat, verb: call.verb, caller: call.caller, door: call.door, errorCode: error.code }, 'call refused');
+  return {};
 }
+
+/** The refusals this replica counted, by error code (for /metrics: `mesh_calls_refused_total{code}`). */
+export const refusedCalls = (mesh: Pick<CallsMesh, 'views'>): ReadonlyMap<string, number> => refusals.get(mesh.views.calls) ?? new Map();
 
 /** Ends a call OK with its answer (JSON, bounded to ANSWER_BOUND, its full size kept). */
 export function finishCall(mesh: CallsMesh, started: StartedCall, answer: unknown): Promise<Call> {

@@ -82,7 +82,7 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
     if (verb.acting) Object.assign(judged, checkActing(judged));
     args = judged as ArgsOf<A>;
   } catch (error) {
-    if (kept) markRecorded(error, (await refuseCall(mesh, base, callErrorOf(error))).id);
+    if (kept) await refuseCall(mesh, base, callErrorOf(error));
     throw error;
   }
   const asked = { caller: invocation.caller, scopes: invocation.scopes, door: invocation.door };
@@ -155,7 +155,7 @@ function awayAsUnavailable(error: unknown, verb: string): unknown {
 /** A request for a verb the controller does not serve: recorded FAILED under the name asked, and thrown. */
 export async function refuseUnknownVerb(mesh: DispatchMesh, name: string, invocation: Invocation): Promise<never> {
   const error = new NotFound('verb', `${mesh.config.controller}.${name}`);
-  const refused = await refuseCall(
+  await refuseCall(
     mesh,
     {
       seat: mesh.config.controller,
@@ -167,6 +167,5 @@ export async function refuseUnknownVerb(mesh: DispatchMesh, name: string, invoca
     },
     callErrorOf(error),
   );
-  markRecorded(error, refused.id);
   throw error;
 }

@@ -8,7 +8,24 @@ import { Invalid } from '../../kernel/errors.js';
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { LiveQueue } from '../../kernel/live-queue.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
+import { makeRoomFor, type SharedBucket } from '../calls/fair-share.js';
 import { type ActOutbox, writeToOutbox } from './outbox-write.js';
+
+/**
+ * An actor's share of the hand-acts kept: a tenth of the log. An actor at its share makes room with
+ * its own oldest, so no actor's acts, however many, push another actor's out (docs/calls.md).
+ */
+export const HAND_ACTS_KEPT_PER_ACTOR = HAND_ACTS_KEPT / 10;
+
+/** The hand-act log as a fair share (calls/fair-share.ts): by actor. */
+export const handActsShared = (mesh: Pick<HandActLog, 'buckets' | 'views'>): SharedBucket<HandAct> => ({
+  kv: mesh.buckets.handActs,
+  view: mesh.views.handActs,
+  kept: HAND_ACTS_KEPT,
+  share: HAND_ACTS_KEPT_PER_ACTOR,
+  ownerOf: (act) => act.actor,
+  mayGo: () => true,
+});
 
 /** A why, cause or condition is a sentence or a paragraph, not a document: bounded so the log stays readable. */
 export const HAND_ACT_TEXT_MAX = 4000;
@@ -131,6 +148,7 @@ export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promis
     mesh.outbox.ids.push(record.id);
     return record;
   }
+  await makeRoomFor(handActsShared(mesh), record.actor);
   const revision = await retryLeaderless(async (attempt) => {
     try {
       return await mesh.buckets.handActs.create(record.id, body);

@@ -4,8 +4,9 @@ import type { Buckets } from '../../bus/buckets.js';
 import type { KvView } from '../../bus/kv-view.js';
 import { isStoreUnavailable, STORE_UNAVAILABLE_MESSAGE, Unavailable } from '../../kernel/errors.js';
 import type { DB } from '../../store/tables.js';
+import { makeRoomFor } from '../calls/fair-share.js';
 import { type CallSummary, putRelayedCall } from '../calls/records.js';
-import type { HandAct } from './hand-acts.js';
+import { type HandAct, handActsShared } from './hand-acts.js';
 import type { RecordBucket } from './outbox-write.js';
 
 /**
@@ -99,8 +100,10 @@ interface OutboxRow {
 
 /** Puts one hand-act by its id, never over another: already there with these bytes counts as done. */
 async function putHandAct(mesh: OutboxMesh, row: OutboxRow): Promise<void> {
+  const record = JSON.parse(row.body) as HandAct;
   let revision: number;
   try {
+    if (!mesh.views.handActs.get(row.id)) await makeRoomFor(handActsShared(mesh), record.actor);
     revision = await mesh.buckets.handActs.create(row.id, row.body);
   } catch (error) {
     const entry = await mesh.buckets.handActs.get(row.id);
@@ -109,7 +112,6 @@ async function putHandAct(mesh: OutboxMesh, row: OutboxRow): Promise<void> {
     revision = entry.revision;
     if (mesh.views.handActs.get(row.id)) return;
   }
-  const record = JSON.parse(row.body) as HandAct;
   mesh.views.handActs.apply(record.id, record, revision);
   mesh.logger?.info(
     { handActId: record.id, actor: record.actor, act: record.act, target: record.target, cause: record.cause, why: record.why },

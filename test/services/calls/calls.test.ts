@@ -1,6 +1,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CALLS_KEPT_PER_CALLER } from '../../../src/services/calls/records.js';
 import { CONTROLLER_VERBS } from '../../../src/services/controller/verbs.js';
 import { natsCall as callOverNats } from '../../fixtures/calls.js';
 import { type ChildGateway, spawnGateway } from '../../fixtures/child.js';
@@ -116,12 +117,11 @@ test('every acting verb is refused without why, and with a blank why, through bo
     }
     expect(nats.body, verb.name).toMatchObject({ ok: false, error: { code: 'INVALID' } });
     expect(nats.body.error.message).toMatch(/requires|why/);
-    const recorded = (await callById(nats.callId!)).data.call;
-    expect(recorded).toMatchObject({ state: 'FAILED', errorCode: 'INVALID', verb: verb.name, door: 'NATS' });
+    // A refusal is counted, never kept (issue 35): the answer names no call.
+    expect(nats.callId, verb.name).toBeUndefined();
   }
   const { data } = await gateway.gql(`{ calls(state: FAILED, first: 100) { edges { node { door verb errorCode } } } }`);
-  const graphqlRefusals = data.calls.edges.filter((e: any) => e.node.door === 'GRAPHQL').map((e: any) => e.node.verb);
-  expect(graphqlRefusals.sort()).toEqual(acting.map((v) => v.name).sort());
+  expect(data.calls.edges.filter((e: any) => e.node.errorCode === 'INVALID')).toEqual([]);
 });
 
 test('repeatedCauses counts a cause seen three times and leaves out one seen once', async () => {
@@ -137,11 +137,11 @@ test('repeatedCauses counts a cause seen three times and leaves out one seen onc
   expect(data.repeatedCauses.some((c: any) => c.cause === 'once-only')).toBe(false);
 });
 
-describe('bad input gets a clear error and is recorded where it was a call', () => {
+describe('bad input gets a clear error, and is counted, never kept (issue 35)', () => {
   test('an unknown verb on NATS', async () => {
     const { body, callId } = await natsCall(nc, 'noSuchVerb', {});
     expect(body).toEqual({ ok: false, error: { code: 'NOT_FOUND', message: `no verb named "${env.controller}.noSuchVerb"` } });
-    expect((await callById(callId!)).data.call).toMatchObject({ state: 'FAILED', verb: 'noSuchVerb', errorCode: 'NOT_FOUND' });
+    expect(callId).toBeUndefined();
   });
 
   test('an unknown argument and a wrong type, on NATS and on GraphQL', async () => {
@@ -150,7 +150,7 @@ describe('bad input gets a clear error and is recorded where it was a call', () 
     expect(unknown.body.error.message).toMatch(/takes no argument "colour"/);
     const wrong = await natsCall(nc, 'recordHandAct', { act: 5, why: 'y' });
     expect(wrong.body.error.message).toMatch(/act must be String, got number 5/);
-    expect((await callById(wrong.callId!)).data.call).toMatchObject({ state: 'FAILED', errorCode: 'INVALID', args: { act: 5, why: 'y' } });
+    expect(wrong.callId).toBeUndefined();
     const gql = await gateway.gql(`mutation { recordHandAct(act: 5, why: "y") { __typename } }`);
     expect(gql.errors?.[0]?.message).toMatch(/String cannot represent a non string value: 5/);
   });
@@ -160,7 +160,7 @@ describe('bad input gets a clear error and is recorded where it was a call', () 
     expect(body.ok).toBe(false);
     expect(body.error.code).toBe('INVALID');
     expect(body.error.message).toMatch(/not JSON/);
-    expect((await callById(callId!)).data.call).toMatchObject({ state: 'FAILED', args: '{"act": oops' });
+    expect(callId).toBeUndefined();
   });
 
   test('a call id that does not exist, and one that is malformed', async () => {
@@ -197,36 +197,39 @@ test('a 200 KiB answer is kept as 64 KiB, marked truncated, with its full size',
   }
 });
 
-test('the 1001st call pushes out the oldest', async () => {
+test(`a caller's ${CALLS_KEPT_PER_CALLER + 1}st kept call pushes out its own oldest, never another caller's (issue 35)`, async () => {
   const jsm = await jetstreamManager(nc);
   const stream = `KV_${env.controller}_calls`;
-  const kept = async () => (await jsm.streams.info(stream)).state;
-  // The key of the first message at or after `seq` (updates leave gaps in the sequence).
-  const idFrom = async (seq: number): Promise<[string, number]> => {
-    for (; ; seq++) {
-      const msg = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
-      if (msg) return [msg.subject.split('.').at(-1)!, seq];
-    }
+  const callsPage = async (filter: string) =>
+    (await gateway.gql(`{ calls(first: 100${filter}) { edges { node { id caller } } pageInfo { hasNextPage } } }`)).data.calls;
+  const mineNow = async () => {
+    const p = await callsPage(', caller: "tester"');
+    return { ids: p.edges.map((e: any) => e.node.id as string), more: p.pageInfo.hasNextPage as boolean };
   };
-  // Fill the bucket to exactly 1000 calls.
-  let missing = 1000 - (await kept()).messages;
-  while (missing > 0) {
-    const size = Math.min(missing, 100);
-    await Promise.all(Array.from({ length: size }, () => natsCall(nc, 'recordHandAct', { act: 'fill', why: 'filling the calls bucket' })));
-    missing -= size;
+  const others = async () => (await callsPage('')).edges.filter((e: any) => e.node.caller !== 'tester').map((e: any) => e.node.id as string);
+  // Fill this caller's share.
+  for (let kept = (await mineNow()).ids.length; kept < CALLS_KEPT_PER_CALLER; kept = (await mineNow()).ids.length) {
+    await Promise.all(
+      Array.from({ length: Math.min(CALLS_KEPT_PER_CALLER - kept, 50) }, () => natsCall(nc, 'recordHandAct', { act: 'fill', why: 'filling the share' })),
+    );
   }
-  const full = await kept();
-  expect(full.messages).toBe(1000);
-  const [oldest, oldestSeq] = await idFrom(full.first_seq);
+  const othersBefore = (await others()).sort();
+  const messagesBefore = (await jsm.streams.info(stream)).state.messages;
+  const full = await mineNow();
+  expect(full).toMatchObject({ more: false });
+  const oldest = full.ids.at(-1)!;
   expect((await callById(oldest)).data.call.id).toBe(oldest);
-  const [secondOldest] = await idFrom(oldestSeq + 1);
 
-  const { callId: newest } = await natsCall(nc, 'recordHandAct', { act: 'newest', why: 'the 1001st call' });
-  const after = await kept();
-  expect(after.messages).toBe(1000);
+  const { callId: newest } = await natsCall(nc, 'recordHandAct', { act: 'newest', why: 'one over the share' });
+  const after = await mineNow();
+  expect(after.ids).toHaveLength(CALLS_KEPT_PER_CALLER);
+  expect(after.more).toBe(false);
+  expect(after.ids[0]).toBe(newest);
   expect((await callById(oldest)).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-  expect((await callById(secondOldest)).data.call.id).toBe(secondOldest);
   expect((await callById(newest!)).data.call.state).toBe('OK');
+  expect((await others()).sort()).toEqual(othersBefore);
+  // One in, one out: what was taken out left no delete marker to count against the bucket's 1,000.
+  expect((await jsm.streams.info(stream)).state.messages).toBe(messagesBefore);
   const info = await jsm.streams.info(stream);
   expect(info.config).toMatchObject({ max_msgs: 1000, discard: 'old', max_msgs_per_subject: 1, max_age: 14 * 24 * 3600 * 1e9 });
 
@@ -260,16 +263,14 @@ describe('a NATS body over 1 MiB', () => {
     await server?.stop();
   });
 
-  test('is refused with a clear error and recorded, and the gateway keeps serving', async () => {
+  test('is refused with a clear error, not kept, and the gateway keeps serving', async () => {
     const conn = await connect({ servers: server.url });
     try {
       const body = JSON.stringify({ act: 'x', why: 'y'.repeat(1024 * 1024) });
       const reply = await conn.request(`${own.subjects}.seat.${own.controller}.recordHandAct.tester`, body, { timeout: 10_000 });
       const answer = reply.json<any>();
       expect(answer).toEqual({ ok: false, error: { code: 'INVALID', message: `the request body is ${body.length} bytes; at most 1048576` } });
-      const id = reply.headers?.get('Mesh-Call');
-      const { data } = await big.gql(`query($id: ID!) { call(id: $id) { state errorCode args } }`, { id });
-      expect(data.call).toMatchObject({ state: 'FAILED', errorCode: 'INVALID', args: `(${body.length} bytes, not kept)` });
+      expect(reply.headers?.get('Mesh-Call')).toBeFalsy();
       const ok = await conn.request(`${own.subjects}.seat.${own.controller}.repeatedCauses`, '', { timeout: 10_000 });
       expect(ok.json()).toEqual({ ok: true, answer: [] });
     } finally {
