@@ -8,9 +8,10 @@ import { type Fanout, type Group, markLiveContext, type PreparedOperation } from
 import { operationKey } from '../fanout/operation-key.js';
 import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
-import { type Access, scopesShrank } from '../services/access/tokens.js';
+import type { Access } from '../services/access/tokens.js';
 import { type AccessLog, requestIdOf } from './access-log.js';
 import { variablesRefusal } from './document-guard.js';
+import type { LiveDoors } from './live-doors.js';
 import type { PersistedOperations } from './persisted.js';
 import type { OperationRate } from './rate-limit.js';
 
@@ -37,6 +38,8 @@ export interface GraphqlWsOptions {
   accessLog?: AccessLog;
   /** What one client may hold open; over a cap a socket is closed 4429, an operation answered with an error. */
   caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
+  /** The caps, expiry and revocation every live door keeps, shared with the HTTP streams. */
+  doors: LiveDoors;
   /** Each operation counts against its caller's rate; over it, that operation's error. */
   rate: OperationRate;
   /** A hash names a manifest document; with MESH_PERSISTED_ONLY, only manifest documents run. */
@@ -45,25 +48,6 @@ export interface GraphqlWsOptions {
 
 /** graphql-ws's own 4429 (Too many initialisation requests), used for every cap a socket breaks. */
 const TOO_MANY = CloseCode.TooManyInitialisationRequests;
-
-/** Counts per key, a key removed at zero: as many entries as there are open sockets, at most. */
-class Counter {
-  private readonly counts = new Map<string, number>();
-  get(key: string): number {
-    return this.counts.get(key) ?? 0;
-  }
-  add(key: string): void {
-    this.counts.set(key, this.get(key) + 1);
-  }
-  remove(key: string): void {
-    const left = this.get(key) - 1;
-    if (left > 0) this.counts.set(key, left);
-    else this.counts.delete(key);
-  }
-}
-
-/** The longest a Node timer waits. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The close reason of a refused connection_init: `Forbidden: <why>`, within a close frame's 123 bytes. */
 function forbiddenReason(error: unknown): string {
@@ -109,15 +93,11 @@ function refusal(error: unknown, logger: Logger): GraphQLError {
  * envelop (auth, context, limits, masking); a subscription of a live status field joins the
  * fanout's group for its operation and caller instead of being executed for this subscriber alone.
  */
-export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, persisted, accessLog, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): {
+export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, doors, rate, persisted, accessLog, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): {
   dispose(): Promise<void>;
 } {
-  const perAddress = new Counter();
-  const perCaller = new Counter();
-  /** The caller each acknowledged socket is counted under. */
-  const counted = new WeakMap<WebSocket, string>();
-  /** Each acknowledged socket still open, and what it authenticated with: one entry per open socket. */
-  const acknowledged = new Map<WebSocket, WsExtra>();
+  /** Each socket's release from the live doors' counts, once acknowledged. */
+  const entered = new WeakMap<WebSocket, () => void>();
   /** Each socket's access-log line in the making, and the request id its upgrade was answered with. */
   const socketLogs = new WeakMap<WebSocket, ReturnType<AccessLog['socket']>>();
   const upgradeIds = new WeakMap<IncomingMessage, string>();
@@ -126,46 +106,6 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
     upgradeIds.set(request, id);
     headers.push(`x-request-id: ${id}`);
   });
-  // A revoked token, or one whose scopes shrank, loses its sockets (4403, graphql-ws's Forbidden).
-  // A JWT whose verdict is no longer kept is verified again (callerNow), never taken for revoked.
-  const rejudge = async (socket: WebSocket, extra: WsExtra) => {
-    let next: Caller | undefined;
-    try {
-      next = await access.callerNow(extra.authorization);
-    } catch {
-      next = undefined;
-    }
-    if (!acknowledged.has(socket)) return; // closed meanwhile
-    if (next && !scopesShrank(extra.caller as Caller, next)) {
-      extra.caller = next;
-      return;
-    }
-    logger.info({ caller: extra.caller?.name }, 'WebSocket closed: its token was revoked or lost scopes');
-    acknowledged.delete(socket);
-    closeSocket(socket, CloseCode.Forbidden, 'Forbidden: the token was revoked or lost scopes');
-  };
-  const stopReload = access.onReload(() => {
-    for (const [socket, extra] of acknowledged) void rejudge(socket, extra);
-  });
-  /** A socket signed in with a JWT is closed 4403 the instant the token expires; a fresh token resumes on a new socket. */
-  const closeAtExpiry = (socket: WebSocket, expiresAt: number | undefined) => {
-    if (expiresAt === undefined) return;
-    let timer: NodeJS.Timeout | undefined;
-    const check = () => {
-      const left = expiresAt - Date.now();
-      if (left > 0) {
-        // A Node timer waits at most MAX_TIMER_MS (24.8 days): a longer token is checked again then.
-        timer = setTimeout(check, Math.min(left, MAX_TIMER_MS)).unref();
-        return;
-      }
-      if (socket.readyState !== WebSocket.OPEN) return;
-      logger.info({ caller: acknowledged.get(socket)?.caller?.name }, 'WebSocket closed: its token expired');
-      acknowledged.delete(socket);
-      closeSocket(socket, CloseCode.Forbidden, `Forbidden: the token expired at ${new Date(expiresAt).toISOString()}`);
-    };
-    check();
-    socket.once('close', () => clearTimeout(timer));
-  };
   const server = makeServer<Record<string, unknown>, WsExtra>({
     execute: (args) => (args.rootValue as Roots).execute(args) as never,
     subscribe: (args) => (args.rootValue as Roots).subscribe(args) as never,
@@ -182,18 +122,30 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       }
       // Closed while its token was verified: its close has run, so it must not be counted now.
       if (ctx.extra.socket.readyState !== WebSocket.OPEN) return false;
-      if (perCaller.get(caller.name) >= caps.socketsPerCaller) {
-        logger.info({ caller: caller.name, cap: caps.socketsPerCaller }, 'WebSocket refused: sockets per caller');
-        closeSocket(ctx.extra.socket, TOO_MANY, `${caller.name} has ${caps.socketsPerCaller} sockets open; at most ${caps.socketsPerCaller}`);
+      const full = doors.callerFull(caller.name);
+      if (full) {
+        logger.info({ caller: caller.name, cap: caps.socketsPerCaller }, 'WebSocket refused: sockets and streams per caller');
+        closeSocket(ctx.extra.socket, TOO_MANY, full);
         return false;
       }
       ctx.extra.caller = caller;
       ctx.extra.authorization = presented;
       socketLogs.get(ctx.extra.socket)?.caller(caller.name);
-      perCaller.add(caller.name);
-      counted.set(ctx.extra.socket, caller.name);
-      if (ctx.extra.socket.readyState === WebSocket.OPEN) acknowledged.set(ctx.extra.socket, ctx.extra);
-      closeAtExpiry(ctx.extra.socket, access.expiresAt(presented));
+      const socket = ctx.extra.socket;
+      // Closed 4403 the instant a JWT expires, or when the token is revoked or loses scopes; a fresh token resumes on a new socket.
+      entered.set(
+        socket,
+        doors.enter({
+          kind: 'WebSocket',
+          caller,
+          authorization: presented,
+          expiresAt: access.expiresAt(presented),
+          end: (reason) => closeSocket(socket, CloseCode.Forbidden, reason),
+          renewed: (next) => {
+            ctx.extra.caller = next;
+          },
+        }),
+      );
       return true;
     },
     onSubscribe: async (ctx, id, payload) => {
@@ -294,17 +246,16 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
       socket.once('close', (code) => line.closed(code));
     }
     const address = request.socket.remoteAddress ?? 'unknown';
-    if (perAddress.get(address) >= caps.socketsPerAddress) {
-      logger.info({ address, cap: caps.socketsPerAddress }, 'WebSocket refused: sockets per address');
-      closeSocket(socket, TOO_MANY, `${caps.socketsPerAddress} sockets are open from this address; at most ${caps.socketsPerAddress}`);
+    const full = doors.addressFull(address);
+    if (full) {
+      logger.info({ address, cap: caps.socketsPerAddress }, 'WebSocket refused: sockets and streams per address');
+      closeSocket(socket, TOO_MANY, full);
       return;
     }
-    perAddress.add(address);
+    const leaveAddress = doors.enterAddress(address);
     socket.once('close', () => {
-      acknowledged.delete(socket);
-      perAddress.remove(address);
-      const caller = counted.get(socket);
-      if (caller !== undefined) perCaller.remove(caller);
+      leaveAddress();
+      entered.get(socket)?.();
     });
     alive.add(socket);
     socket.on('pong', () => alive.add(socket));
@@ -355,7 +306,6 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, rate, 
 
   return {
     async dispose() {
-      stopReload();
       clearInterval(keepAlive);
       fanout?.close();
       for (const client of wss.clients) client.close(1001, 'the gateway is stopping');

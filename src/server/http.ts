@@ -24,13 +24,13 @@ import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { meshHealth } from './health.js';
 import { listenForServerErrors, noteEscaped } from './last-resort.js';
+import { asksForStream, type LiveStreams, liveDoors, liveStreams } from './live-doors.js';
 import { createMetrics, type MetricSources, type Metrics } from './metrics.js';
 import { operationMetrics } from './operation-metrics.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
-import { closeRevokedStreams } from './sse-revocation.js';
 import { statusFastPath } from './status-fast-path.js';
 import { useOperationTracing } from './tracing.js';
 
@@ -89,11 +89,15 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const health = meshHealth(mesh);
   let wss: WebSocketServer | undefined;
   // Made before the fan-out, so its time per composition is measured around the fan-out's listener.
-  const metrics = createMetrics({ mesh, health, sockets: () => wss?.clients, ...options.observed });
+  let streams: LiveStreams | undefined;
+  const metrics = createMetrics({ mesh, health, sockets: () => wss?.clients, streams: () => streams?.size(), ...options.observed });
   const fanout = mesh.status ? new Fanout({ feed: mesh.status, fields: LIVE_STATUS_FIELDS, logger }) : undefined;
   const statusCache = mesh.status ? statusQueryCache({ feed: mesh.status, access, fields: STATUS_QUERY_FIELDS }) : undefined;
   metrics.afterFanout({ fanout, statusCache });
   const log = accessLog(logger, access, metrics.request);
+  // Sockets and HTTP streams on the same rules: caps, expiry, revocation.
+  const doors = liveDoors(access, logger, mesh.config.caps);
+  streams = liveStreams(doors, access, logger);
   const graphiql = offlineGraphiQL();
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
     schema: options.schema,
@@ -166,6 +170,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       ...(fanout ? [liveExecutionPlugin] : []),
       // SSE events of the live status carry the seq as `id:` (Last-Event-ID resumes from it).
       sseIdsPlugin,
+      // Marks the streams that run a subscription, which the drain ends.
+      streams.plugin,
       // Before the cache, whose request parser keys the parameters this one judges.
       useParamsGuard(),
       // Before the cache, which must key only documents this gateway answers.
@@ -193,7 +199,11 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const dashboard = dashboardFiles();
   /** Why a request's JWT was refused at its admission, for its 401. */
   const refusals = new WeakMap<IncomingMessage, string>();
-  const sseStreams = closeRevokedStreams(access, logger);
+  // A draining replica ends its subscription streams: their clients resubscribe on another replica.
+  drain.onBegin(() => {
+    const ended = streams.endSubscriptions();
+    if (ended) logger.info({ streams: ended }, 'draining: subscription streams ended');
+  });
   const toYoga = (request: IncomingMessage, response: ServerResponse) =>
     void Promise.resolve(yoga(request, response)).catch((error) => answerEscaped(request, response, error));
   /** A throw out of a guard or a rejection of Yoga's handler: counted and answered 500, never the process's end. */
@@ -204,11 +214,22 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   };
   // A status query with a kept response is answered here, every check of Yoga's path made; anything else goes on to Yoga.
   const fast = statusCache ? statusFastPath({ cache: statusCache, access, rate, persisted, log, endpoint: '/graphql' }) : undefined;
+  /** A request asking for a stream is held to the live doors' rules (caps, expiry, revocation, the drain): true when refused. */
+  const refuseStream = (request: IncomingMessage, response: ServerResponse): boolean => {
+    if (!asksForStream(request)) return false;
+    let caller: Caller;
+    try {
+      caller = access.callerFor(request.headers.authorization);
+    } catch {
+      return false; // a GraphiQL page or a preflight, which stream nothing; anything else was refused before
+    }
+    return streams.refuse(request, response, caller);
+  };
   const answer = drain.handler((request, response) => {
     if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
     if (dashboard.serve(request, response)) return;
     if (!access.open && refuseAnonymous(access, request, response, refusals.get(request))) return;
-    sseStreams.track(request, response);
+    if (refuseStream(request, response)) return;
     if (fast) fast(request, response, toYoga);
     else toYoga(request, response);
   });
@@ -265,7 +286,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     accept(true);
   }
 
-  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, rate, persisted, accessLog: log });
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, doors, rate, persisted, accessLog: log });
 
   return {
     yoga,
@@ -284,7 +305,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
         });
       }),
     async stop() {
-      sseStreams.stop();
+      doors.stop();
       health.stop();
       metrics.stop();
       await wsServer.dispose();

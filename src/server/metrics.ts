@@ -23,6 +23,8 @@ export interface MetricSources {
   health: Health;
   /** The sockets, read at scrape time (the server is made after the metrics). */
   sockets(): WebSocketServer['clients'] | undefined;
+  /** The HTTP streams open (SSE, multipart/mixed), read at scrape time. */
+  streams?(): number | undefined;
   composer?: Composer;
   news?: NewsIngest;
   /** The NATS door of the controller's verbs: the requests it refused before they became calls. */
@@ -164,6 +166,7 @@ export function createMetrics(sources: MetricSources): Metrics {
   readCounter(registry, 'mesh_fanout_sent_total', 'Messages the fan-out wrote to sockets.', () => fanout?.stats().sent);
   readCounter(registry, 'mesh_fanout_skipped_total', 'Compositions a slow subscriber skipped (a newer one replaced it).', () => fanout?.stats().skipped);
   readGauge(registry, 'mesh_websockets', 'Open WebSocket connections.', () => sources.sockets()?.size);
+  readGauge(registry, 'mesh_http_streams', 'Open HTTP streams (SSE, multipart/mixed), held to the sockets’ caps.', () => sources.streams?.());
 
   readCounter(registry, 'mesh_status_query_cache_hits_total', 'status queries answered from the per-composition cache.', () => cache?.stats().hits);
   readCounter(registry, 'mesh_status_query_cache_misses_total', 'status queries executed (then kept).', () => cache?.stats().misses);

@@ -30,7 +30,10 @@ async function readiness(state: { draining: boolean; replica: string; health?: H
  */
 export interface Drain {
   readonly draining: boolean;
+  /** Starts draining: `/ready` 503, new requests 503, and each `onBegin` listener called (live streams end). */
   begin(): void;
+  /** Calls `listener` when the drain begins. */
+  onBegin(listener: () => void): void;
   /** How many HTTP requests are being answered. */
   inFlight(): number;
   /** Resolves once no HTTP request is in flight. */
@@ -47,6 +50,7 @@ export interface Drain {
 export function createDrain(replica: string, health?: Health, mayDetail: (req: IncomingMessage) => boolean = () => true): Drain {
   let draining = false;
   let inFlight = 0;
+  const beginListeners: (() => void)[] = [];
   // At most one waiter per stop: the gateway's drain.
   let waiters: (() => void)[] = [];
   const settle = () => {
@@ -64,7 +68,12 @@ export function createDrain(replica: string, health?: Health, mayDetail: (req: I
       return draining;
     },
     begin() {
+      if (draining) return;
       draining = true;
+      for (const listener of beginListeners) listener();
+    },
+    onBegin(listener) {
+      beginListeners.push(listener);
     },
     inFlight: () => inFlight,
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
@@ -93,8 +102,9 @@ export function createDrain(replica: string, health?: Health, mayDetail: (req: I
           { 'retry-after': String(DRAIN_RETRY_AFTER_S), connection: 'close' },
         );
       }
-      // A subscription over SSE lasts as long as its client: it is closed at the stop, not waited for.
-      if ((req.headers.accept ?? '').includes('text/event-stream')) return next(req, res);
+      // Every response is counted while it is answered, a stream (SSE, multipart/mixed) too: one
+      // running a subscription is ended when the drain begins (live-doors.ts), so it holds the drain
+      // only while it streams; a query or mutation answered as a stream is waited for like any other.
       inFlight++;
       let counted = true;
       const finish = () => {
