@@ -154,7 +154,12 @@ export function statusFastPath(options: StatusFastPathOptions): (request: Incomi
       } catch {
         params = undefined;
       }
-      if (params !== undefined && answer(params, request, response, mediaType)) return;
+      try {
+        if (params !== undefined && answer(params, request, response, mediaType)) return;
+      } catch {
+        // A body this path cannot judge is Yoga's to answer (a refusal there), never a throw out of an event.
+        if (response.headersSent) return void response.destroy();
+      }
       // Yoga reads a body already taken from the stream from `request.body` (@whatwg-node/server).
       (request as IncomingMessage & { body?: Buffer }).body = body;
       next(request, response);
