@@ -55,9 +55,10 @@ function refusalOfForwarded(controller: string, invocation: Invocation, args: Re
  * request). First the caller's scopes: without the verb's scope the call is refused (Forbidden,
  * not kept: a refusal is no call). callVerb forwarded by callVerb is refused too: it does not nest.
  * Then judges the arguments against the verb's declaration (unknown, missing or mistyped
- * argument, blank why: recorded FAILED and thrown); writes the call RUNNING, runs the handler,
- * records OK with the answer or FAILED with the error (and throws it); emits `acted` after an
- * acting verb. A verb that records its own call (callVerb) is run without one here, and a reading
+ * argument, blank why: counted, not kept, and thrown); writes the call RUNNING (NATS away:
+ * Unavailable, nothing done), runs the handler in one transaction with its hand-act and its OK end
+ * written to the outbox (hand-acts/outbox.ts), puts them at once, or records FAILED with the error
+ * (and throws it); emits `acted` after an acting verb. A verb that records its own call (callVerb) is run without one here, and a reading
  * verb is not recorded at all: only acting and forwarded calls are kept (the bucket's 1000 / 14
  * days are theirs).
  */
@@ -152,7 +153,7 @@ function awayAsUnavailable(error: unknown, verb: string): unknown {
   return error;
 }
 
-/** A request for a verb the controller does not serve: recorded FAILED under the name asked, and thrown. */
+/** A request for a verb the controller does not serve: counted as a refusal under the name asked (never kept), and thrown. */
 export async function refuseUnknownVerb(mesh: DispatchMesh, name: string, invocation: Invocation): Promise<never> {
   const error = new NotFound('verb', `${mesh.config.controller}.${name}`);
   await refuseCall(
