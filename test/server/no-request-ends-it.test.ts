@@ -1,5 +1,6 @@
 import { connect as connectTcp } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import WebSocket from 'ws';
 import { type ChildGateway, spawnGateway } from '../fixtures/child.js';
 import { aTokensFile, type TestEnv, type TokenFixture, testEnv } from '../fixtures/services.js';
 
@@ -95,3 +96,59 @@ describe('a malformed Host or Origin is refused, never the end of the process', 
     }, 60_000);
   }
 });
+
+/** Frames no client should send, each on a socket of its own after (or instead of) connection_init. */
+const FRAMES: (string | Buffer)[] = [
+  'not json',
+  Buffer.from([0xff, 0xfe, 0x00]),
+  '{"type":"connection_init","payload":[]}',
+  '{"type":"connection_init","payload":"Bearer x"}',
+  '{"type":"connection_init","payload":{"Authorization":{"toString":1}}}',
+  `{"type":"connection_init","payload":{"Authorization":"Bearer ${'a.b.'.repeat(5_000)}c"}}`,
+  '{"type":"subscribe","id":"1","payload":{"query":"{ seats { name } }"}}',
+  '{"type":"connection_init"}\n',
+  '{"type":"ping","payload":1e999}',
+  '{"type":"subscribe","id":null,"payload":null}',
+];
+
+/** Sends `frames` on a new socket: the close code it ends with (0 when it is still open after 2 s). */
+function closeCodeAfter(url: string, authorization: string | undefined, frames: (string | Buffer)[]): Promise<number> {
+  return new Promise((resolve) => {
+    const socket = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    const timer = setTimeout(() => {
+      socket.terminate();
+      resolve(0);
+    }, 2_000);
+    socket.once('open', () => {
+      if (authorization) socket.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: authorization } }));
+      for (const frame of frames) socket.send(frame);
+    });
+    socket.once('close', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+    socket.once('error', () => undefined);
+  });
+}
+
+test('malformed graphql-ws frames close their socket with a code, never the process', async () => {
+  for (const frame of FRAMES) {
+    for (const [gw, authorization] of [
+      [open, undefined],
+      [gated, `Bearer ${READER.token}`],
+    ] as const) {
+      const code = await closeCodeAfter(gw.url, authorization, [frame]);
+      // 0: a frame the protocol ignores left the socket open; anything else is a close code, 4xxx or 1xxx.
+      expect(code === 0 || code >= 1000, `${String(frame).slice(0, 60)} → ${code}`).toBe(true);
+      expect(code, `${String(frame).slice(0, 60)} must not be an internal error`).not.toBe(4500);
+    }
+  }
+  for (const [gw, authorization] of [
+    [open, undefined],
+    [gated, `Bearer ${READER.token}`],
+  ] as const) {
+    expect(gw.child.exitCode).toBeNull();
+    expect((await fetch(gw.url.replace('/graphql', '/health'))).status).toBe(200);
+    expect(await uncaughtOf(gw, authorization)).toBe(0);
+  }
+}, 90_000);
