@@ -1,4 +1,6 @@
 import { Invalid } from './errors.js';
+import { ID_PATTERN } from './ids.js';
+import { isName } from './names.js';
 
 /** A cursor page over a newest-first list: ids are cursors; `inverted` takes from the oldest end (relay `last`). */
 export interface PageRequest {
@@ -6,6 +8,18 @@ export interface PageRequest {
   before?: string | null;
   limit: number;
   inverted?: boolean;
+}
+
+/**
+ * The page request of a list paged by id (calls, hand-acts), its cursors checked: Invalid naming
+ * `after` or `before` when one is not an id, so a cursor is data, never matched as text.
+ */
+export function idPageOf(page: PageRequest, list: string): PageRequest {
+  for (const field of ['after', 'before'] as const) {
+    const cursor = page[field];
+    if (cursor != null && !ID_PATTERN.test(cursor)) throw new Invalid(`${field} is not a cursor of ${list}: pass a cursor this list gave`, field);
+  }
+  return page;
 }
 
 /** Applies a page request to items sorted newest first by id. */
@@ -55,7 +69,8 @@ function readKeyCursor(list: string, parts: number, cursor: string, field: strin
     !Array.isArray(decoded) ||
     decoded.length !== parts + 1 ||
     decoded[0] !== list ||
-    !decoded.every((part) => typeof part === 'string' && part.length <= 1000)
+    // Every part of a key is a name: anything else (a NUL, a space, a number) is no place in the list.
+    !decoded.slice(1).every(isName)
   ) {
     throw new Invalid(`${field} is not a cursor of ${list}: pass a cursor this list gave`, field);
   }

@@ -1,3 +1,4 @@
+import { idPageOf } from '../kernel/pages.js';
 import { builder } from '../schema/builder.js';
 import { CallRef, CallStateEnum } from '../schema/call.js';
 import { followCalls } from '../services/calls/follow.js';
@@ -25,7 +26,7 @@ builder.queryFields((t) => ({
           args,
           (call: Call) => call.id,
           CALLS_PAGE_DEFAULT,
-          (page) => listCalls(ctx.mesh, args, page),
+          (page) => listCalls(ctx.mesh, args, idPageOf(page, 'calls')),
         ),
     },
     { name: 'CallConnection', description: 'A page of calls, newest first.' },

@@ -1,3 +1,4 @@
+import { idPageOf } from '../kernel/pages.js';
 import { builder } from '../schema/builder.js';
 import { HandActRef, RepeatedCauseRef } from '../schema/hand-act.js';
 import { followHandActs, HAND_ACTS_PAGE_DEFAULT, type HandAct, listHandActs, repeatedCauses } from '../services/hand-acts/hand-acts.js';
@@ -17,7 +18,12 @@ builder.queryFields((t) => ({
           args,
           (act: HandAct) => act.id,
           HAND_ACTS_PAGE_DEFAULT,
-          (page) => listHandActs(ctx.mesh, { since: args.since, cause: args.cause, actor: args.actor, act: args.act, target: args.target }, page),
+          (page) =>
+            listHandActs(
+              ctx.mesh,
+              { since: args.since, cause: args.cause, actor: args.actor, act: args.act, target: args.target },
+              idPageOf(page, 'hand-acts'),
+            ),
         ),
     },
     { name: 'HandActConnection', description: 'A page of hand-acts, newest first.' },

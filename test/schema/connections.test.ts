@@ -180,8 +180,9 @@ describe('refusals', () => {
       ['holdingsConnection', 'first'],
     ] as const) {
       const { data, errors } = await gw.gql(`{ ${field}(${arg}: ${NAME_PAGE_MAX + 1}) { totalCount } }`);
-      expect(data).toBeNull();
-      expect(errors?.[0]?.extensions?.code).toBe('INVALID');
+      // Refused before it runs (useQueryCost): no data at all, and the argument named.
+      expect(data ?? null).toBeNull();
+      expect(errors?.[0]?.extensions).toMatchObject({ code: 'INVALID', field: arg });
       expect(errors?.[0]?.message).toContain(`at most ${NAME_PAGE_MAX}`);
     }
     expect((await connection(gw, 'machinesConnection', { first: NAME_PAGE_MAX })).edges).toHaveLength(300);
@@ -207,6 +208,39 @@ describe('refusals', () => {
       const { errors } = await gw.gql('query($after: String) { machinesConnection(after: $after) { totalCount } }', { after });
       expect(errors?.[0]?.extensions?.code).toBe('INVALID');
       expect(errors?.[0]?.message).toContain('not a cursor of machines');
+    }
+  });
+
+  test('a cursor that decodes to no key of its list (a NUL, a space, a number in a name) is an INVALID error, after or before, never INTERNAL', async () => {
+    const cursor = (...parts: unknown[]) => Buffer.from(JSON.stringify(parts)).toString('base64url');
+    // The issue's: ["machines","\u0000"], which PostgreSQL could not take.
+    expect(cursor('machines', '\u0000')).toBe('WyJtYWNoaW5lcyIsIlx1MDAwMCJd');
+    const bad: [string, string][] = [
+      ['machinesConnection', cursor('machines', '\u0000')],
+      ['machinesConnection', cursor('machines', 'a b')],
+      ['machinesConnection', cursor('machines', '')],
+      ['seatsConnection', cursor('seats', 'x\u0000')],
+      ['holdingsConnection', cursor('holdings', 's', '\u0000', 'm')],
+      ['holdingsConnection', cursor('holdings', 's', 'm', 7)],
+    ];
+    for (const [field, value] of bad) {
+      for (const arg of ['after', 'before']) {
+        const answer = await gw.gql(`query($c: String) { ${field}(${arg}: $c) { totalCount edges { cursor } } }`, { c: value });
+        expect(answer.errors?.[0]?.extensions?.code, `${field}(${arg}: ${value})`).toBe('INVALID');
+        expect(answer.errors?.[0]?.message).toContain(`${arg} is not a cursor of`);
+      }
+    }
+  });
+
+  test('a cursor of calls or hand-acts that is no id is an INVALID error naming the argument, never matched as text', async () => {
+    for (const field of ['calls', 'handActs']) {
+      for (const arg of ['after', 'before']) {
+        for (const value of ['WyJtYWNoaW5lcyIsIlx1MDAwMCJd', 'zzzzzzzzzzzzzzzzzzzz', '']) {
+          const answer = await gw.gql(`query($c: String) { ${field}(${arg}: $c) { edges { cursor } } }`, { c: value });
+          expect(answer.errors?.[0]?.extensions?.code, `${field}(${arg}: ${value})`).toBe('INVALID');
+          expect(answer.errors?.[0]?.message).toContain(`${arg} is not a cursor of`);
+        }
+      }
     }
   });
 
