@@ -180,7 +180,10 @@ export interface Heartbeat {
   modules: string[];
   /** The seats each module's manifest claims, by module. */
   claims?: Record<string, string[]>;
+  /** When the gateway heard it (the news stream stored it): its liveness is judged by this alone. */
   at: Date;
+  /** When the agent says it sent it, by its own clock, never after `at`: information, never judged (docs/status.md). */
+  sentAt?: Date;
 }
 
 export interface HeartbeatRecorded {
@@ -195,8 +198,10 @@ export interface HeartbeatRecorded {
 /**
  * Records heartbeats in one transaction: upserts each machine (site, last heard, count) and its
  * assignments (the modules listed run, with their claims; those not listed stop running).
- * Several beats of one machine in a batch count each, and the latest one's modules stand.
- * Returns, for each beat in time order, when the one before it was heard.
+ * Several beats of one machine in a batch count each, and the latest one's modules stand. A beat
+ * heard before the machine's last one stored (delivered again, or overtaken) changes nothing: it
+ * must not roll its modules, and the holdings derived from them, back (docs/status.md).
+ * Returns, for each beat recorded in time order, when the one before it was heard.
  */
 export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat[]): Promise<HeartbeatRecorded[]> {
   if (beats.length === 0) return [];
@@ -205,16 +210,8 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
     if (beat.site != null) checkName(beat.site, 'site');
     for (const module of beat.modules) checkName(module, 'module');
   }
-  const ordered = [...beats].sort((a, b) => a.at.getTime() - b.at.getTime());
-  const latest = new Map<string, Heartbeat & { count: number; earliest: Date }>();
-  for (const beat of ordered) {
-    const seen = latest.get(beat.machine);
-    latest.set(beat.machine, { ...beat, count: (seen?.count ?? 0) + 1, earliest: seen?.earliest ?? beat.at });
-  }
   // In name order, so two replicas writing overlapping batches lock rows in the same order.
-  const rows = [...latest.values()].sort((a, b) => (a.machine < b.machine ? -1 : a.machine > b.machine ? 1 : 0));
-  const names = rows.map((r) => r.machine);
-  const assignments = rows.flatMap((r) => [...new Set(r.modules)].map((module) => ({ r, module })));
+  const names = [...new Set(beats.map((b) => b.machine))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   // Arrays unnested by Postgres: one parameter per column however many machines, where a VALUES
   // list would take one per cell and a NOT IN list would nest past the parser's stack.
   // `for no key update`, the lock the upsert below takes anyway: it keeps two batches of one machine
@@ -225,11 +222,23 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
       select name, last_heard_at, written_at from machine where name = any(${names}::text[]) order by name for no key update`.execute(tx);
     const previous = new Map(before.rows.map((b) => [b.name, new Date(b.last_heard_at)]));
     const written = new Map(before.rows.map((b) => [b.name, b.written_at ? new Date(b.written_at) : undefined]));
+    const ordered = beats
+      .filter((beat) => !(beat.at.getTime() < (previous.get(beat.machine)?.getTime() ?? Number.NEGATIVE_INFINITY)))
+      .sort((a, b) => a.at.getTime() - b.at.getTime());
+    if (ordered.length === 0) return [];
+    const latest = new Map<string, Heartbeat & { count: number; earliest: Date }>();
+    for (const beat of ordered) {
+      const seen = latest.get(beat.machine);
+      latest.set(beat.machine, { ...beat, count: (seen?.count ?? 0) + 1, earliest: seen?.earliest ?? beat.at });
+    }
+    const rows = names.flatMap((name) => latest.get(name) ?? []);
+    const fresh = rows.map((r) => r.machine);
+    const assignments = rows.flatMap((r) => [...new Set(r.modules)].map((module) => ({ r, module })));
     const writtenAt = new Date().toISOString();
     await sql`
       insert into machine (name, site, first_heard_at, last_heard_at, heartbeats, written_at)
       select n, s, f, l, h, ${writtenAt}::timestamptz
-        from unnest(${names}::text[], ${rows.map((r) => r.site ?? null)}::text[],
+        from unnest(${fresh}::text[], ${rows.map((r) => r.site ?? null)}::text[],
                     ${rows.map((r) => r.earliest.toISOString())}::timestamptz[],
                     ${rows.map((r) => r.at.toISOString())}::timestamptz[], ${rows.map((r) => r.count)}::int[]) as u(n, s, f, l, h)
       on conflict (name) do update set
@@ -256,7 +265,7 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
     }
     await sql`
       update assignment a set running = false
-       where a.machine = any(${names}::text[]) and a.running
+       where a.machine = any(${fresh}::text[]) and a.running
          and not exists (select 1 from unnest(${machinesOf}::text[], ${modulesOf}::text[]) as r(machine, module)
                           where r.machine = a.machine and r.module = a.module)`.execute(tx);
     return ordered.map((beat) => {

@@ -81,7 +81,8 @@ function reason(error: z.ZodError): string {
 /**
  * Judges one message from `<root>.news.machine.<machine>` or `<root>.news.build.<build>`: the
  * subject's last token is the machine or build (one name rule), the body JSON per the wire
- * contract. `at` defaults to `heardAt`, and an `at` in the future is taken as `heardAt`.
+ * contract. A heartbeat is dated `heardAt` (its `at` kept as `sentAt`, information only); a report's
+ * and build news's `at` date their durations: `heardAt` when absent or in the future.
  */
 export function judgeNews(root: string, subject: string, body: Uint8Array | string, heardAt: Date): News {
   const machinePrefix = `${root}.news.machine.`;
@@ -111,7 +112,8 @@ export function judgeNews(root: string, subject: string, body: Uint8Array | stri
     const news = parsed.data;
     if (news.kind === 'heartbeat') {
       const claims = news.claims ? Object.fromEntries(Object.entries(news.claims).filter(([module]) => news.modules.includes(module))) : undefined;
-      return { type: 'heartbeat', heartbeat: { machine: token, site: news.site ?? null, modules: news.modules, claims, at: when(news.at) } };
+      // Liveness is judged by when the gateway heard it, never by the agent's clock (docs/status.md).
+      return { type: 'heartbeat', heartbeat: { machine: token, site: news.site ?? null, modules: news.modules, claims, at: heardAt, sentAt: when(news.at) } };
     }
     return { type: 'report', report: { machine: token, plan: news.plan, build: news.build, ok: news.ok, detail: news.detail ?? null, at: when(news.at) } };
   }

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { ingestBatch } from '../../../src/services/news/ingest.js';
+import { judgeNews } from '../../../src/services/news/wire.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { logInto } from '../../fixtures/log.js';
@@ -42,16 +44,24 @@ test('a heartbeat creates its machine and its assignments, with what each module
   ]);
 });
 
-test('a late heartbeat records the gap since the one before; a timely one records nothing', async () => {
+test('a late heartbeat records the gap since the one before, as heard; a timely one records nothing', async () => {
   const now = Date.now();
-  // MESH_HEARTBEAT_S defaults to 10: a gap over 15 s is late.
-  agent.heartbeat(root(), 'late-1', { site: 'eu-1', modules: ['broker'], at: new Date(now - 100_000).toISOString() });
-  await eventually(() => machineRow('late-1'), 'the first heartbeat');
-  agent.heartbeat(root(), 'late-1', { site: 'eu-1', modules: ['broker'], at: new Date(now - 60_000).toISOString() });
-  await eventually(async () => Number((await machineRow('late-1'))?.heartbeats) === 2, 'the late heartbeat');
-  agent.heartbeat(root(), 'late-1', { site: 'eu-1', modules: ['broker'], at: new Date(now - 52_000).toISOString() });
-  await eventually(async () => Number((await machineRow('late-1'))?.heartbeats) === 3, 'the timely heartbeat');
-  await gw.news.flush();
+  // MESH_HEARTBEAT_S defaults to 10: a gap over 15 s is late. Beats as the stream stored them (heard
+  // then), whatever the agent's clock says: the gap is the gateway's hearing, not the agent's dating.
+  const heardAt = (machine: string, at: number) => {
+    const news = judgeNews(
+      root(),
+      `${root()}.news.machine.${machine}`,
+      JSON.stringify({ kind: 'heartbeat', site: 'eu-1', modules: ['broker'], at: new Date(0).toISOString() }),
+      new Date(at),
+    );
+    if (news.type === 'malformed') throw new Error(news.reason);
+    return news;
+  };
+  await ingestBatch(gw.mesh, [heardAt('late-1', now - 100_000)]);
+  await ingestBatch(gw.mesh, [heardAt('late-1', now - 60_000)]);
+  await ingestBatch(gw.mesh, [heardAt('late-1', now - 52_000)]);
+  expect(Number((await machineRow('late-1'))?.heartbeats)).toBe(3);
   const gaps = await durationsOf('heartbeat_gap', 'late-1');
   expect(gaps.map((g) => g.seconds)).toEqual([40]);
   expect(new Date(gaps[0]!.heard_at).getTime()).toBe(now - 60_000);

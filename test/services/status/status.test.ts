@@ -39,7 +39,11 @@ test('status answers the last composition: machines with state and holdings, sea
   // Defined by the service itself (no hand-act to count), so the composer is told as the verb tells it.
   gw.mesh.events.emit('acted', 'defineSeat');
   agent.heartbeat(env.subjects, 'st-1', { site: 'eu-1', modules: ['broker', 'web'], claims: { broker: ['queue'] } });
-  agent.heartbeat(env.subjects, 'st-2', { site: 'us-1', modules: ['broker'], claims: { broker: ['queue'] }, at: new Date(Date.now() - 20_000).toISOString() });
+  // Last heard 20 s ago (liveness is judged by when the gateway heard a machine, not by its `at`).
+  await recordHeartbeats(gw.mesh.db, [
+    { machine: 'st-2', site: 'us-1', modules: ['broker'], claims: { broker: ['queue'] }, at: new Date(Date.now() - 20_000) },
+  ]);
+  gw.mesh.events.emit('news', 'machine', ['st-2']);
   await eventually(() => latest()?.machines.length === 2, 'a composition with both machines');
   const plan = await push(gw.mesh, { seat: 'queue', build: 'b-1' });
   await eventually(() => latest().plans.length === 1, 'a composition with the plan');
