@@ -121,7 +121,7 @@ const aCookie = fc.oneof(
 );
 /** A JWT-shaped bearer, of any length (issue 34: a socket's connection_init may carry 1 MB). */
 const aJwtShape = fc.nat({ max: 300_000 }).map((n) => `eyJhbGciOiJFUzI1NiJ9.eyJ${'A'.repeat(n)}.c2ln`);
-export const anAuthorization = fc.oneof(
+const anAuthorization = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom(...CREDENTIAL_NAMES).map((name) => `Bearer <${name}>`) },
   {
     weight: 2,
@@ -358,7 +358,7 @@ const httpInput: fc.Arbitrary<HttpInput> = fc.oneof(
 );
 
 /** The bytes of `input` as sent to `target`. */
-export function httpBytes(target: Target, input: HttpInput): Buffer {
+function httpBytes(target: Target, input: HttpInput): Buffer {
   if (input.raw !== undefined) return Buffer.from(resolve(target, input.raw), 'utf8');
   const body = Buffer.from(input.body, 'utf8');
   const lines = [`${input.method} ${input.target} HTTP/1.1`, ...input.headers.map(([name, value]) => `${name}: ${resolve(target, value)}`)];
@@ -386,7 +386,7 @@ async function sendHttp(target: Target, input: HttpInput, readMs: number): Promi
   return judgeHttp(answer, input.target);
 }
 
-export const httpDoor: Door<HttpInput> = { name: 'http', input: httpInput, send: (target, input) => sendHttp(target, input, HTTP_READ_MS) };
+const httpDoor: Door<HttpInput> = { name: 'http', input: httpInput, send: (target, input) => sendHttp(target, input, HTTP_READ_MS) };
 
 /** Subscriptions (and queries) asked as Server-Sent Events, by GET or POST, with the headers made bad at times. */
 const sseInput: fc.Arbitrary<HttpInput> = fc
@@ -417,7 +417,7 @@ const sseInput: fc.Arbitrary<HttpInput> = fc
       : { method: 'POST', target: '/graphql', headers: [...headers, ['Content-Type', 'application/json'] as [string, string]], body: JSON.stringify(op) },
   );
 
-export const sseDoor: Door<HttpInput> = { name: 'sse', input: sseInput, send: (target, input) => sendHttp(target, input, STREAM_READ_MS) };
+const sseDoor: Door<HttpInput> = { name: 'sse', input: sseInput, send: (target, input) => sendHttp(target, input, STREAM_READ_MS) };
 
 /** multipart/mixed answers (incremental delivery, subscriptions) and multipart/form-data bodies (uploads). */
 const multipartInput: fc.Arbitrary<HttpInput> = fc.oneof(
@@ -443,7 +443,7 @@ const multipartInput: fc.Arbitrary<HttpInput> = fc.oneof(
     })),
 );
 
-export const multipartDoor: Door<HttpInput> = { name: 'multipart', input: multipartInput, send: (target, input) => sendHttp(target, input, STREAM_READ_MS) };
+const multipartDoor: Door<HttpInput> = { name: 'multipart', input: multipartInput, send: (target, input) => sendHttp(target, input, STREAM_READ_MS) };
 
 // ---------------------------------------------------------------------------------------------
 // graphql-ws
@@ -554,7 +554,7 @@ function sendWs(target: Target, input: WsInput): Promise<Verdict> {
   });
 }
 
-export const wsDoor: Door<WsInput> = { name: 'graphql-ws', input: wsInput, send: sendWs };
+const wsDoor: Door<WsInput> = { name: 'graphql-ws', input: wsInput, send: sendWs };
 
 // ---------------------------------------------------------------------------------------------
 // NATS
@@ -610,7 +610,7 @@ async function publish(target: Target, input: NatsInput): Promise<Verdict> {
   }
 }
 
-export const newsDoor: Door<NatsInput> = { name: 'news', input: newsInput, send: publish };
+const newsDoor: Door<NatsInput> = { name: 'news', input: newsInput, send: publish };
 
 /** A request to a controller verb on `seat.<controller>.<verb>[.<user>]`: valid arguments made bad, a verb or user made up, or a body that is not JSON. */
 const verbInput: fc.Arbitrary<NatsInput> = fc.oneof(
@@ -671,7 +671,7 @@ async function request(target: Target, input: NatsInput): Promise<Verdict> {
   return { ok: true, outcome: code };
 }
 
-export const verbDoor: Door<NatsInput> = { name: 'verbs', input: verbInput, send: request };
+const verbDoor: Door<NatsInput> = { name: 'verbs', input: verbInput, send: request };
 
 /** Compositions on `<subjects>.status` from someone who is not the serving replica (issue 34, item 4), then a read of the status over HTTP. */
 const statusInput: fc.Arbitrary<NatsInput> = fc.oneof(
@@ -721,7 +721,7 @@ async function publishStatus(target: Target, input: NatsInput): Promise<Verdict>
   return verdict.ok ? { ok: true, outcome: `published, read ${verdict.outcome}` } : verdict;
 }
 
-export const statusDoor: Door<NatsInput> = { name: 'status', input: statusInput, send: publishStatus };
+const statusDoor: Door<NatsInput> = { name: 'status', input: statusInput, send: publishStatus };
 
 /** Every door, in the order the progress lines show them. */
 export const DOORS: Door<any>[] = [httpDoor, sseDoor, multipartDoor, wsDoor, newsDoor, verbDoor, statusDoor];

@@ -19,7 +19,7 @@ const DOORS_BY_NAME = new Map(DOORS.map((d) => [d.name, d]));
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The gateway as the tests run it (test/build-gateway.ts bundles it). */
-export const TEST_GATEWAY = join(ROOT, 'dist/test/gateway/src/bundle/main.js');
+const TEST_GATEWAY = join(ROOT, 'dist/test/gateway/src/bundle/main.js');
 /** How often the child's /health is asked, and how long an answer is awaited before it counts as unanswered. */
 const HEALTH_EVERY_MS = 500;
 const HEALTH_WAIT_MS = 10_000;
@@ -41,7 +41,7 @@ const AUDIENCE = 'mesh-gateway';
 export type GatewayKind = 'open' | 'closed';
 
 /** One failure: what failed, the input that showed it and how to make it again. */
-export interface Failure {
+interface Failure {
   gateway: GatewayKind;
   door: string;
   kind: FailureKind | 'crash' | 'health' | 'memory';
@@ -108,7 +108,7 @@ function aFreePort(): Promise<number> {
 }
 
 /** The child's resident memory in MB, or undefined once it is gone. */
-export function rssMbOf(pid: number): number | undefined {
+function rssMbOf(pid: number): number | undefined {
   try {
     const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     return kb === undefined ? undefined : Number(kb) / 1024;
@@ -266,7 +266,10 @@ export async function fuzzGateway(kind: GatewayKind, options: FuzzOptions): Prom
     );
   };
   const onLine = (line: string) => {
-    if (/"level":(50|60)/.test(line) && report.errorLines.length < 20) report.errorLines.push(line.slice(0, 1000));
+    if (!/"level":(50|60)/.test(line)) return;
+    // One line for each message logged: the same fault logged a thousand times is one.
+    const message = /"message":"([^"]{0,120})/.exec(line)?.[1] ?? line.slice(0, 120);
+    if (report.errorLines.length < 20 && !report.errorLines.some((kept) => kept.includes(message))) report.errorLines.push(line.slice(0, 1000));
   };
   const nc = await connect({ servers: env.NATS_URL, maxPingOut: 10 });
   let child = await startChild(entry, env, onLine);

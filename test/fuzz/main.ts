@@ -1,4 +1,4 @@
-import { symlinkSync } from 'node:fs';
+import { rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -12,8 +12,8 @@ import { type FuzzReport, fuzzGateway, type GatewayKind, inputAt, RSS_BOUND_MB, 
 // Options: --seed S, --doors http,graphql-ws,…, --gateway open|closed|both, --rss-mb M.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** The fuzzer's own bundle of the gateway: the tests' (dist/test/gateway) is rebuilt by every vitest run. */
-const FUZZ_BUILD = join(ROOT, 'dist/fuzz/gateway');
+/** The fuzzer's own bundle of the gateway, removed at the end: the tests' (dist/test/gateway) is rebuilt by every vitest run, and two fuzz runs may be at work. */
+const FUZZ_BUILD = join(ROOT, 'dist/fuzz', String(process.pid));
 
 const { values } = parseArgs({
   options: {
@@ -34,6 +34,7 @@ const say = (line: string) => console.log(`${stamp()} ${line}`);
 
 const entry = await bundleGateway(join(ROOT, 'src/main.ts'), FUZZ_BUILD);
 symlinkSync(join(ROOT, 'dist/dashboard'), join(FUZZ_BUILD, 'dashboard'), 'dir');
+process.on('exit', () => rmSync(FUZZ_BUILD, { recursive: true, force: true }));
 
 if (values.replay) {
   const [doorName, seedText, path] = values.replay.split(':');

@@ -28,7 +28,7 @@ function dechunk(raw: Buffer): Buffer {
 }
 
 /** Reads a raw HTTP/1.1 answer: status line, headers, body. */
-export function parseAnswer(raw: Buffer, ended: RawAnswer['ended']): RawAnswer {
+function parseAnswer(raw: Buffer, ended: RawAnswer['ended']): RawAnswer {
   const head = raw.indexOf('\r\n\r\n');
   const headText = (head === -1 ? raw : raw.subarray(0, head)).toString('latin1');
   const [statusLine = '', ...lines] = headText.split('\r\n');

@@ -1,3 +1,4 @@
+import { aComposition } from '../fixtures/compositions.js';
 import type { HttpInput, NatsInput, WsInput } from './doors.js';
 import type { KeptSeed } from './fuzzer.js';
 
@@ -125,5 +126,45 @@ export const KEPT_SEEDS: KeptSeed[] = [
     door: 'status',
     gateway: 'open',
     input: { subject: 'status', body: '{"seq":9007199254740992,"machines":[]}' } satisfies NatsInput,
+  },
+  // Fuzzer, 2026-12-03: a composition whose seat has no name breaks every read of the status
+  // ("Cannot return null for non-nullable field SeatStatus.name", INTERNAL, logged at error). Replication engineer.
+  {
+    name: 'a forged composition with a seat without a name',
+    door: 'status',
+    gateway: 'closed',
+    input: {
+      subject: 'status',
+      body: JSON.stringify({ ...aComposition(794, 3, 2), seats: [{ held: false, holders: [] }] }),
+    } satisfies NatsInput,
+  },
+  // Fuzzer, 2026-12-03: a client's `next` message closes the socket 4500 (graphql-ws's internal
+  // error) and logs the client's mistake at error: a protocol violation is the client's, 4400. Doors engineer.
+  {
+    name: 'a next message from the client',
+    door: 'graphql-ws',
+    gateway: 'open',
+    input: upgrade(
+      [['Host', '<host>']],
+      [
+        { op: 1, text: '{"type":"connection_init","payload":{}}' },
+        { op: 1, text: '{"type":"next","id":"1","payload":{}}' },
+      ],
+    ),
+  },
+  // Fuzzer, 2026-12-03: HEAD with an absolute-form target is answered 500 with no body. Doors engineer.
+  {
+    name: 'HEAD with an absolute-form target',
+    door: 'http',
+    gateway: 'open',
+    input: {
+      method: 'HEAD',
+      target: 'http://evil/graphql?query=%7B__typename%7D',
+      headers: [
+        ['Host', '<host>'],
+        ['Accept', 'application/json'],
+      ],
+      body: '',
+    } satisfies HttpInput,
   },
 ];
