@@ -225,7 +225,7 @@ interface Heaviest {
   items: number;
 }
 
-/** What a selection costs for one parent value: the values it answers, and its heaviest list. */
+/** What a selection costs for one parent value: the objects it answers, and its heaviest list. */
 interface Tally {
   cost: number;
   heaviest?: Heaviest;
@@ -258,8 +258,9 @@ function literalInt(value: ValueNode | undefined): number | undefined {
 const heavier = (a: Heaviest | undefined, b: Heaviest | undefined) => (!a ? b : !b ? a : b.items > a.items ? b : a);
 
 /**
- * Walks an operation as the schema types it, counting the values it would answer: each field once
- * per item of every list around it. Fragments are counted once each and multiplied where spread,
+ * Walks an operation as the schema types it, counting the objects it would answer (as GitHub's API
+ * counts nodes): each field of an object type once per item of every list around it and its own;
+ * scalars ride on their object, free (a type has a bounded set of them). Fragments are counted once each and multiplied where spread,
  * so the walk is linear in the document whatever it spreads.
  */
 class CostWalk {
@@ -312,7 +313,7 @@ class CostWalk {
 
   private field(node: FieldNode, parent: GraphQLNamedType, page: number, seen: ReadonlySet<string>): Tally {
     const definition = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields()[node.name.value] : undefined;
-    if (!definition || !node.selectionSet) return { cost: 1 };
+    if (!definition || !node.selectionSet) return { cost: 0 };
     const named = getNamedType(definition.type);
     const coordinate = `${parent.name}.${definition.name}`;
     const paged = definition.args.some((a) => a.name === 'first' || a.name === 'last');
@@ -390,14 +391,14 @@ export function costRefusal(
   const which = heaviest
     ? `; most of them from the list ${heaviest.list} at ${heaviest.path}: about ${figure(heaviest.items)} items${counted}. Nest fewer lists, or page them (the …Connection fields)`
     : '';
-  return new GraphQLError(`the query would answer about ${figure(cost)} values, over the cost limit of ${figure(limit)} an operation may ask${which}`, {
+  return new GraphQLError(`the query would answer about ${figure(cost)} objects, over the cost limit of ${figure(limit)} an operation may ask${which}`, {
     extensions: { code: 'TOO_LARGE', cost, limit, ...(heaviest ? { list: heaviest.list, path: heaviest.path } : {}) },
   });
 }
 
 /**
  * Refuses, once an operation is valid and before it runs, one asking for a page over
- * PAGE_ARGUMENT_MAX (INVALID, naming `first` or `last`) or costing more than `limit` values with
+ * PAGE_ARGUMENT_MAX (INVALID, naming `first` or `last`) or costing more than `limit` objects with
  * each list counted at its size (TOO_LARGE, naming the list and the limit; see costRefusal).
  * Judged on every request with its variables, after Yoga's validation cache: `first: $n` varies.
  * Covers HTTP, SSE and graphql-ws (all validate through it).

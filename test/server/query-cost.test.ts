@@ -119,3 +119,13 @@ test('every operation of the dashboard, meshctl and the persisted manifests is w
   });
   expect(refused).toEqual([]);
 });
+
+test('fragments spread ten times over forty levels are costed in a moment, each counted once and multiplied where spread', () => {
+  const levels = 40;
+  const fragments = Array.from({ length: levels }, (_, i) => `fragment F${i + 1} on Seat { ${`...F${i} `.repeat(10)}}`).join(' ');
+  const document = parse(`{ seats { ...F${levels} } } fragment F0 on Seat { holders { module } } ${fragments}`);
+  const started = performance.now();
+  const refusal = costRefusal(schema, document, undefined, {}, QUERY_LIMITS.cost);
+  expect(performance.now() - started).toBeLessThan(100);
+  expect(refusal?.extensions).toMatchObject({ code: 'TOO_LARGE', list: 'Seat.holders' });
+});
