@@ -58,7 +58,7 @@ async function withDashboard(prefix: string, machines: number, work: (opened: Op
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
   });
   try {
-    const publish = (c: Composition) => publishComposition(gateway.mesh.bus.nc, gateway.mesh.subjects.status, c);
+    const publish = (c: Composition) => publishComposition(gateway.mesh.bus.nc, gateway.mesh.subjects.status, c, gateway.mesh.statusSeal);
     const first = { ...aComposition(SEQ_FROM, machines, SEATS), controller: env.controller } as Composition;
     await publish(first);
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });

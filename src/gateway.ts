@@ -27,12 +27,14 @@ import { startPlanChanges } from './services/plans/changes.js';
 import { startApplyResends } from './services/plans/resends.js';
 import { startApplyTimeouts } from './services/plans/timeouts.js';
 import { startLeases } from './services/replicas/leases.js';
+import { startReplicaKeys } from './services/replicas/replica-key.js';
 import { compiledCatalogue } from './services/seats/catalogue.js';
 import { seedSeats } from './services/seats/seeding.js';
 import { type Composer, startComposer } from './services/status/composing/composer.js';
 import { composeSubject, pokeBody } from './services/status/composing/poke.js';
 import { startStatusFeed } from './services/status/live/feed.js';
 import { startStatusCounts } from './services/status/looking-back/counts.js';
+import { statusSeal } from './services/status/replicating/seal.js';
 import { isCrossedByAnother, openStore, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 
@@ -129,6 +131,10 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     stops.push(() => relay.stop());
     const leases = await startLeases({ buckets, views, config, logger }, bus.jsm);
     stops.push(() => leases.stop());
+    // The replicas' shared key (made by the first to start): only the serving replica's status is taken.
+    const replicaKeys = await startReplicaKeys(db, logger);
+    stops.push(async () => replicaKeys.stop());
+    const sealing = statusSeal({ replica: config.replica, keys: replicaKeys, leases, logger });
     const subjects = subjectsUnder(config.subjects);
     const statusStream = await ensureStatusStream(bus.jsm, config.controller, config.subjects, {
       historyHours: config.statusHistoryHours,
@@ -144,6 +150,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       ...statusStream,
       // After a gap with no newer snapshot in the stream, the serving replica's next composition is one.
       askSnapshot: () => (composing ? composing.poke('resync') : bus.nc.publish(composeSubject(subjects.root), pokeBody(['resync']))),
+      sealing,
     });
     stops.push(() => status.stop());
     const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas, config.streamBytes.news);
@@ -166,6 +173,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       buckets,
       views,
       leases,
+      replicaKeys,
+      statusSeal: sealing,
       hearing,
       status,
       planChanges,

@@ -9,6 +9,7 @@ import { NATS_REFUSALS, type Responder } from '../services/controller/responder.
 import type { Mesh } from '../services/mesh.js';
 import type { NewsIngest } from '../services/news/ingest.js';
 import type { Composer } from '../services/status/composing/composer.js';
+import { STATUS_REFUSALS } from '../services/status/replicating/wire.js';
 import type { Health } from './health.js';
 import { escapedCounts } from './last-resort.js';
 
@@ -19,7 +20,7 @@ const FAST_BUCKETS_S = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 
 /** The parts of the running gateway /metrics reads: each keeps its own counts, read at scrape time. */
 export interface MetricSources {
-  mesh: Pick<Mesh, 'status' | 'views' | 'leases' | 'config' | 'hearing'>;
+  mesh: Pick<Mesh, 'status' | 'views' | 'leases' | 'config' | 'hearing' | 'statusSeal'>;
   health: Health;
   /** The sockets, read at scrape time (the server is made after the metrics). */
   sockets(): WebSocketServer['clients'] | undefined;
@@ -199,6 +200,18 @@ export function createMetrics(sources: MetricSources): Metrics {
       const refused = sources.responder?.refused();
       this.reset();
       for (const reason of NATS_REFUSALS) this.inc({ reason }, refused?.[reason] ?? 0);
+    },
+  });
+
+  new Counter({
+    name: 'mesh_status_refused_total',
+    help: 'Status messages (compositions, deltas) this replica refused, by reason: unsealed, forged, not-serving, stale-term, seq-out-of-bounds, seq-jump, too-large, malformed.',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      const refused = mesh.statusSeal.refused();
+      this.reset();
+      for (const reason of STATUS_REFUSALS) this.inc({ reason }, refused[reason]);
     },
   });
 

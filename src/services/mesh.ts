@@ -11,9 +11,11 @@ import type { HandAct } from './hand-acts/hand-acts.js';
 import type { NewsHearing } from './news/hearing.js';
 import type { PlanChanges } from './plans/changes.js';
 import type { Leases } from './replicas/leases.js';
+import type { ReplicaKeys } from './replicas/replica-key.js';
 import type { Catalogue } from './seats/catalogue.js';
 import type { RunningStatusFeed } from './status/live/feed.js';
 import type { StatusCountSeries } from './status/looking-back/counts.js';
+import type { StatusSeal } from './status/replicating/seal.js';
 
 /**
  * The running gateway's dependencies, made once by src/gateway.ts. Only the layers above services
@@ -35,6 +37,10 @@ export interface Mesh {
   views: { calls: KvView<CallSummary>; handActs: KvView<HandAct> };
   /** This replica's lease, and whether it holds the serving lease. */
   leases: Leases;
+  /** The key the replicas share through the store, to prove to each other what they publish (src/services/replicas/replica-key.ts). */
+  replicaKeys: ReplicaKeys;
+  /** The status's seal: what this replica publishes when serving is sealed with it; what it reads is taken only with it (and refusals counted). */
+  statusSeal: StatusSeal;
   /** How far the news is written (the news stream's watermark): the instant machines' states are judged at. */
   hearing: NewsHearing;
   /** The last status composition this replica heard, and each new one as it comes. */

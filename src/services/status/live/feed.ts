@@ -44,7 +44,8 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
   let foreign = 0;
   const recent = new RecentDeltas();
   const listeners = new Set<(c: Composition, delta?: StatusDelta) => void>();
-  const assemble = compositionAssembler();
+  // Only the serving replica's compositions are taken (the seal), none far past the one held.
+  const assemble = compositionAssembler({ sealing: link?.sealing, held: () => last?.seq });
   let chain = Promise.resolve();
   const accept = (composition: Composition | undefined, delta?: StatusDelta): boolean => {
     if (!composition) return false;
@@ -81,7 +82,7 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
   const current = () => last;
   let publishing: number | undefined;
   const follower = link ? followStatusStream(link, { current, accept }, logger, { nc, publishing: () => publishing }) : undefined;
-  const publisher = link ? statusPublisher({ nc, js: link.js, subjects: link.subjects, current, logger }) : undefined;
+  const publisher = link ? statusPublisher({ nc, js: link.js, subjects: link.subjects, current, logger, sealing: link.sealing }) : undefined;
   // What the publisher put is kept here, then (a snapshot, or one the stream did not take) sent
   // whole on the subject; the follower does not read back the seq being put meanwhile.
   const publish =
@@ -95,7 +96,7 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
         publishing = undefined;
       }
       accept(published.composition, published.delta);
-      if (published.whole) await publishComposition(nc, subject, published.composition);
+      if (published.whole) await publishComposition(nc, subject, published.composition, link?.sealing);
     });
   return {
     current,
