@@ -37,9 +37,10 @@ symlinkSync(join(ROOT, 'dist/dashboard'), join(FUZZ_BUILD, 'dashboard'), 'dir');
 process.on('exit', () => rmSync(FUZZ_BUILD, { recursive: true, force: true }));
 
 if (values.replay) {
-  const [doorName, seedText, path] = values.replay.split(':');
+  const [doorName, seedText, ...steps] = values.replay.split(':');
+  const path = steps.join(':');
   const door = DOORS.find((d) => d.name === doorName);
-  if (!door || !seedText || path === undefined) throw new Error(`--replay takes <door>:<seed>:<path>, the doors being ${DOORS.map((d) => d.name).join(', ')}`);
+  if (!door || !seedText || !path) throw new Error(`--replay takes <door>:<seed>:<path>, the doors being ${DOORS.map((d) => d.name).join(', ')}`);
   const input = await inputAt(door, Number(seedText), path);
   say(`input: ${JSON.stringify(input)}`);
   const [result] = await replayOn(kinds[0]!, [{ door, input }], entry);
