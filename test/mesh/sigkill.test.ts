@@ -86,7 +86,9 @@ test('ten SIGKILLs under acting NATS calls: every acknowledged call reads OK wit
       let pause = PAUSE_MS;
       try {
         const reply = await nc.request(
-          `${env.subjects}.seat.${env.controller}.recordHandAct.sigkill-tester`,
+          // A caller keeps at most CALLS_KEPT_PER_CALLER (100) calls (issue 35): each caller here sends
+          // at most 50, so every acknowledged call is still kept when they are read.
+          `${env.subjects}.seat.${env.controller}.recordHandAct.sigkill-tester-${s}-${Math.floor(n / 50)}`,
           JSON.stringify({ act: 'restarted', target: `m${s}`, why, cause: 'sigkill' }),
           { timeout: 2_000 },
         );
