@@ -72,6 +72,18 @@ export function machineState(lastHeardMs: number, judging: Judging): MachineStat
   return 'UP';
 }
 
+const STATE_RANK: Record<MachineState, number> = { UP: 0, LATE: 1, SILENT: 2 };
+
+/**
+ * No outage raises the dead: a machine already shown LATE or SILENT for this very last-heard instant
+ * stays at least so, whatever a deaf span learned later says; only news from it (a newer last-heard
+ * instant) makes it better. `shown` is what the last composition showed of it (docs/status.md).
+ */
+export function flooredState(state: MachineState, lastHeardMs: number, shown: { state: MachineState; lastHeardMs: number } | undefined): MachineState {
+  if (!shown || shown.lastHeardMs !== lastHeardMs) return state;
+  return STATE_RANK[shown.state] > STATE_RANK[state] ? shown.state : state;
+}
+
 /**
  * The last-heard instants of the machines `machineState` judges `is` under `judging`: heard at or
  * after `fromMs` and before `beforeMs` (either open when absent), for a filter kept in SQL. Found
@@ -86,8 +98,6 @@ export function heardBoundsOf(is: MachineState, judging: Judging): { fromMs?: nu
   if (is === 'LATE') return { fromMs: finite(lateFrom), beforeMs: upFrom };
   return { beforeMs: lateFrom };
 }
-
-const STATE_RANK: Record<MachineState, number> = { UP: 0, LATE: 1, SILENT: 2 };
 
 /**
  * The earliest last-heard instant (whole ms) judged `state` or better: searched down from
@@ -199,8 +209,8 @@ export interface HeartbeatRecorded {
  * Records heartbeats in one transaction: upserts each machine (site, last heard, count) and its
  * assignments (the modules listed run, with their claims; those not listed stop running).
  * Several beats of one machine in a batch count each, and the latest one's modules stand. A beat
- * heard before the machine's last one stored (delivered again, or overtaken) changes nothing: it
- * must not roll its modules, and the holdings derived from them, back (docs/status.md).
+ * heard before the machine's last one stored (delivered again, or overtaken) is counted and changes
+ * nothing else: it must not roll its modules, and the holdings derived from them, back (docs/status.md).
  * Returns, for each beat recorded in time order, when the one before it was heard.
  */
 export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat[]): Promise<HeartbeatRecorded[]> {
@@ -222,23 +232,24 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
       select name, last_heard_at, written_at from machine where name = any(${names}::text[]) order by name for no key update`.execute(tx);
     const previous = new Map(before.rows.map((b) => [b.name, new Date(b.last_heard_at)]));
     const written = new Map(before.rows.map((b) => [b.name, b.written_at ? new Date(b.written_at) : undefined]));
-    const ordered = beats
-      .filter((beat) => !(beat.at.getTime() < (previous.get(beat.machine)?.getTime() ?? Number.NEGATIVE_INFINITY)))
-      .sort((a, b) => a.at.getTime() - b.at.getTime());
-    if (ordered.length === 0) return [];
+    const ordered = [...beats].sort((a, b) => a.at.getTime() - b.at.getTime());
     const latest = new Map<string, Heartbeat & { count: number; earliest: Date }>();
     for (const beat of ordered) {
       const seen = latest.get(beat.machine);
       latest.set(beat.machine, { ...beat, count: (seen?.count ?? 0) + 1, earliest: seen?.earliest ?? beat.at });
     }
-    const rows = names.flatMap((name) => latest.get(name) ?? []);
-    const fresh = rows.map((r) => r.machine);
-    const assignments = rows.flatMap((r) => [...new Set(r.modules)].map((module) => ({ r, module })));
+    const rows = names.map((name) => latest.get(name)!);
+    // Only a machine whose latest beat here is not older than the one stored has its site and
+    // modules written: an old beat (delivered again, overtaken) is counted and changes nothing else.
+    const isFresh = (r: Heartbeat) => !(r.at.getTime() < (previous.get(r.machine)?.getTime() ?? Number.NEGATIVE_INFINITY));
+    const freshRows = rows.filter(isFresh);
+    const fresh = freshRows.map((r) => r.machine);
+    const assignments = freshRows.flatMap((r) => [...new Set(r.modules)].map((module) => ({ r, module })));
     const writtenAt = new Date().toISOString();
     await sql`
       insert into machine (name, site, first_heard_at, last_heard_at, heartbeats, written_at)
       select n, s, f, l, h, ${writtenAt}::timestamptz
-        from unnest(${fresh}::text[], ${rows.map((r) => r.site ?? null)}::text[],
+        from unnest(${names}::text[], ${rows.map((r) => (isFresh(r) ? (r.site ?? null) : null))}::text[],
                     ${rows.map((r) => r.earliest.toISOString())}::timestamptz[],
                     ${rows.map((r) => r.at.toISOString())}::timestamptz[], ${rows.map((r) => r.count)}::int[]) as u(n, s, f, l, h)
       on conflict (name) do update set

@@ -38,6 +38,12 @@ export interface NewsHearing {
   lagMs(): number;
   /** Called after each read with the watermark. Returns the unsubscribe. */
   onRead(listener: (heard: Heard) => void): () => void;
+  /**
+   * Tells the hearing that states judged at `heardUntilMs` were shown in a composition composed at
+   * `composedAtMs` (by any replica): a deaf span not over by then never reaches back past that
+   * instant (`shownStates`), so it cannot undo a state already shown.
+   */
+  shown(heardUntilMs: number, composedAtMs: number): void;
   stop(): void;
 }
 
@@ -79,6 +85,17 @@ async function readHeard(source: HearingSource, previousMs: number): Promise<Omi
 }
 
 /**
+ * A deaf span, given that states judged at `heardUntilMs` were shown by a composition composed at
+ * `composedAtMs`: when that composition was made before the span ended, whoever made it could hear
+ * past that instant, and states were shown judged there without the span, so the span starts no
+ * earlier (a replica frozen, or too busy to read, learns of an outage long after its last read).
+ */
+export function shownStates(span: DeafSpan, heardUntilMs: number, composedAtMs: number): DeafSpan {
+  if (composedAtMs > span.toMs || heardUntilMs <= span.fromMs) return span;
+  return { fromMs: Math.min(heardUntilMs, span.toMs), toMs: span.toMs };
+}
+
+/**
  * Keeps this replica's reading of how far the news is written (`readHeard`), every HEARING_POLL_MS
  * and whenever asked. Every replica reads the same consumer, so all judge states at nearly the same
  * instant whichever of them wrote the news; a replica that died holding news holds the watermark
@@ -88,7 +105,8 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
   let heard: Heard = { heardUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs, deaf: [] };
   let deaf: DeafSpan[] = [];
   let deafSince: number | undefined;
-  // A lost connection is a deaf span from the last read that answered to the reconnection.
+  // A lost connection is a deaf span from the last read that answered to the reconnection, never
+  // reaching back past a state already shown (`shown`).
   const statuses = source.nc?.status() as (AsyncIterable<{ type: string }> & { stop?(): void }) | undefined;
   if (statuses) {
     (async () => {
@@ -104,6 +122,13 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
       }
     })().catch(() => undefined);
   }
+  const deafNow = (): DeafSpan[] => (deafSince === undefined ? deaf : [...deaf, { fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }]);
+  const shown = (heardUntilMs: number, composedAtMs: number) => {
+    if (!Number.isFinite(heardUntilMs) || !Number.isFinite(composedAtMs)) return;
+    deaf = deaf.map((span) => shownStates(span, heardUntilMs, composedAtMs));
+    if (deafSince !== undefined) deafSince = shownStates({ fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }, heardUntilMs, composedAtMs).fromMs;
+    heard = { ...heard, deaf: deafNow() };
+  };
   let reading: Promise<Heard> | undefined;
   let failing = false;
   let stopped = false;
@@ -112,7 +137,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
   const refresh = (): Promise<Heard> =>
     (reading ??= Promise.race([readHeard(source, heard.heardUntilMs), timeout(HEARING_READ_TIMEOUT_MS)])
       .then((read) => {
-        heard = { ...read, deaf: deafSince === undefined ? deaf : [...deaf, { fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }] };
+        heard = { ...read, deaf: deafNow() };
         if (failing) source.logger?.info({ pending: read.pending }, 'the news stream answers again: judging states at what is written');
         failing = false;
         for (const listener of listeners) listener(heard);
@@ -136,6 +161,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
     current: () => heard,
     refresh,
     lagMs: () => (heard.pending === 0 && !failing ? 0 : Math.max(0, Date.now() - heard.heardUntilMs)),
+    shown,
     onRead(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -65,6 +65,11 @@ export interface ComposeInput {
   heardUntil?: Date;
   /** The spans the gateway could not hear (src/services/news/hearing.ts): not counted as machines' silence. */
   deaf?: readonly DeafSpan[];
+  /**
+   * The last composition shown (the feed's, whichever replica made it): a full composition never
+   * shows a machine better than it did for the same last-heard instant (`flooredState`).
+   */
+  shown?: Pick<Composition, 'machines'>;
 }
 
 /**
@@ -171,6 +176,7 @@ export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise
     holdings,
     seats.map((s) => s.name),
     seats.flatMap((s) => (s.aliases ?? []).map((alias): [string, string] => [alias, s.name])),
+    input.shown?.machines,
   );
   return { composition: await finish(db, view, input, now, started, plans), view };
 }

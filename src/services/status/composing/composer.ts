@@ -70,7 +70,7 @@ export type ComposerMesh = CallsMesh &
     status: StatusFeed;
     leases: ServingLease;
     /** How far the news is written: states are judged at it. Absent (a test's mesh): judged at the wall clock. */
-    hearing?: Pick<NewsHearing, 'refresh' | 'onRead'>;
+    hearing?: Pick<NewsHearing, 'refresh' | 'onRead'> & Partial<Pick<NewsHearing, 'shown'>>;
   };
 
 export interface ComposerStats {
@@ -169,6 +169,13 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     }, Math.max(0, wait) + CROSSING_SLACK_MS);
     crossing.unref();
   };
+  // Every composition heard (this replica's, or another's followed from the status stream) tells
+  // the hearing which states were shown, so no deaf span learned later reaches back past them.
+  const tellShown = (c: Composition | undefined) => {
+    if (c) mesh.hearing?.shown?.(Date.parse(c.heardUntil ?? c.composedAt), Date.parse(c.composedAt));
+  };
+  tellShown(feed.current());
+  const offShown = feed.subscribe(tellShown);
   const offHeard = mesh.hearing?.onRead((heard) => {
     if (crossingHeard === undefined || heard.heardUntilMs < crossingHeard) return;
     crossingHeard = undefined;
@@ -200,6 +207,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
           sources,
           heardUntil: heard ? new Date(heard.heardUntilMs) : undefined,
           deaf: heard?.deaf,
+          shown: feed.current(),
         });
       })
       .then(async (composition) => {
@@ -346,6 +354,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       if (pokeTimer) clearTimeout(pokeTimer);
       offLease();
       offHeard?.();
+      offShown();
       pokeSub.unsubscribe();
       mesh.events.off('news', onNews);
       mesh.events.off('acted', onActed);

@@ -1,5 +1,5 @@
 import { byName } from '../../../kernel/names.js';
-import { type Judging, machineState, nextStateChangeMs } from '../../machines/machines.js';
+import { flooredState, type Judging, type MachineState, machineState, nextStateChangeMs } from '../../machines/machines.js';
 import type { Holding } from '../../seats/holdings.js';
 import type { HolderStatus, MachineStatus, SeatStatus } from '../composition.js';
 
@@ -69,6 +69,7 @@ export class MeshView {
     holdings: readonly Held[],
     seatNames: readonly string[],
     aliases: readonly [alias: string, seat: string][],
+    shown?: readonly MachineStatus[],
   ): MeshView {
     const view = new MeshView();
     for (const name of seatNames) view.keys.set(name, [name]);
@@ -77,6 +78,12 @@ export class MeshView {
     const byMachine = holdingsOf(holdings);
     view.entries = machines.map((row) => view.entry(row, byMachine.get(row.name) ?? []));
     view.reindex();
+    // What the last composition (whichever replica made it) showed is the floor of each state.
+    for (const machine of shown ?? []) {
+      const at = view.index.get(machine.name);
+      if (at !== undefined)
+        view.entries[at]!.status.state = flooredState('UP', view.entries[at]!.heardMs, { state: machine.state, lastHeardMs: Date.parse(machine.lastHeardAt) });
+    }
     for (const h of holdings) {
       let of = view.holders.get(h.seat);
       if (!of) view.holders.set(h.seat, (of = []));
@@ -136,6 +143,8 @@ export class MeshView {
         continue;
       }
       const entry = this.entry(row, held);
+      // Read again with the same last-heard instant: what was shown of it stays its floor.
+      if (before && before.heardMs === entry.heardMs) entry.status.state = before.status.state;
       if (at === undefined) added.push(entry);
       else this.entries[at] = entry;
     }
@@ -199,24 +208,33 @@ export class MeshView {
     if (this.crossingMs === undefined || this.crossingMs > judging.heardUntilMs) return [];
     const names: string[] = [];
     for (const entry of this.entries) {
-      if (machineState(entry.heardMs, judging) !== entry.status.state) names.push(entry.status.name);
+      if (this.stateOf(entry, judging) !== entry.status.state) names.push(entry.status.name);
     }
     return names;
   }
 
   /**
-   * Every machine judged UP, LATE or SILENT (`machineState`); a machine whose state did not change
-   * keeps its object. The same pass finds the earliest heard instant one will change by age alone (`crossingMs`).
+   * A machine's state at `judging`, never better than the one last shown for the same last-heard
+   * instant (`flooredState`): a deaf span learned later may delay LATE and SILENT, never undo them.
+   */
+  private stateOf(entry: Entry, judging: Judging): MachineState {
+    return flooredState(machineState(entry.heardMs, judging), entry.heardMs, { state: entry.status.state, lastHeardMs: entry.heardMs });
+  }
+
+  /**
+   * Every machine judged UP, LATE or SILENT (`machineState`, floored by what was shown); a machine
+   * whose state did not change keeps its object. The same pass finds the earliest heard instant one
+   * will change by age alone (`crossingMs`).
    */
   machines(judging: Judging): MachineStatus[] {
     const out = new Array<MachineStatus>(this.entries.length);
     let earliest = Number.POSITIVE_INFINITY;
     for (let i = 0; i < this.entries.length; i++) {
       const entry = this.entries[i]!;
-      const state = machineState(entry.heardMs, judging);
+      const state = this.stateOf(entry, judging);
       if (state !== entry.status.state) entry.status = { ...entry.status, state };
       out[i] = entry.status;
-      const next = nextStateChangeMs(entry.heardMs, judging);
+      const next = state === 'SILENT' ? undefined : nextStateChangeMs(entry.heardMs, judging);
       if (next !== undefined && next < earliest) earliest = next;
     }
     this.crossingMs = earliest === Number.POSITIVE_INFINITY ? undefined : earliest;
