@@ -11,7 +11,8 @@ import { ADMIN_URL, admin } from './databases.js';
 // 100,000), two replicas on one PostgreSQL and a NATS server of the bench's own; the serving
 // replica SIGKILLed (a replacement started), the serving one then SIGSTOPped for 20 s, then the
 // NATS server restarted. Every second each live replica's status is read. Reports false LATE /
-// SILENT machine-seconds (machines that kept beating shown not UP), how late machines that really
+// SILENT machine-seconds (machines that kept beating shown not UP), false UP (a stopped machine
+// shown UP or LATE after it was shown SILENT), how late machines that really
 // stopped were shown LATE and SILENT past their boundaries, the news lag p50/p99, each replica's
 // RSS, and the takeover times.
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -126,6 +127,10 @@ interface Sample {
   phase: string;
   falselyNotUp: number;
   up: number;
+  seq: number;
+  /** The stopped machines shown SILENT, and those shown UP or LATE. */
+  stoppedSilent: Set<string>;
+  stoppedNotSilent: Set<string>;
   lagS: number | undefined;
 }
 
@@ -134,18 +139,31 @@ async function sample(g: ChildGateway): Promise<Sample | undefined> {
     const response = await fetch(g.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ query: '{ status { machines { name state } } }' }),
+      body: JSON.stringify({ query: '{ status { seq machines { name state } } }' }),
       signal: AbortSignal.timeout(5_000),
     });
-    const { data } = (await response.json()) as { data?: { status: { machines: { name: string; state: string }[] } } };
+    const { data } = (await response.json()) as { data?: { status: { seq: number; machines: { name: string; state: string }[] } } };
     if (!data) return undefined;
     let falsely = 0;
     let up = 0;
+    const stoppedSilent = new Set<string>();
+    const stoppedNotSilent = new Set<string>();
     for (const m of data.status.machines) {
       if (m.state === 'UP') up++;
       else if (!stops(m.name)) falsely++;
+      if (stops(m.name)) (m.state === 'SILENT' ? stoppedSilent : stoppedNotSilent).add(m.name);
     }
-    return { replica: g.replica, at: Date.now(), phase, falselyNotUp: falsely, up, lagS: await metric(g, 'mesh_news_lag_seconds') };
+    return {
+      replica: g.replica,
+      at: Date.now(),
+      phase,
+      falselyNotUp: falsely,
+      up,
+      seq: data.status.seq,
+      stoppedSilent,
+      stoppedNotSilent,
+      lagS: await metric(g, 'mesh_news_lag_seconds'),
+    };
   } catch (error) {
     console.error(`[badday] reading ${g.replica}: ${String(error)}`);
     return undefined;
@@ -256,6 +274,7 @@ export async function run(): Promise<string> {
     // How late stopped machines were shown, from their history (every composition).
     const answering = gateways.find(alive)!;
     const lateBy: number[] = [];
+    let falseUpInHistory = 0;
     const silentBy: number[] = [];
     const HISTORY = 'query($name: String!) { machineHistory(name: $name) { ... on QueryMachineHistorySuccess { data { at state lastHeardAt } } } }';
     for (let i = 0; i < MACHINES; i += STOPPED_EVERY * Math.max(1, Math.floor(MACHINES / STOPPED_EVERY / 50))) {
@@ -267,6 +286,16 @@ export async function run(): Promise<string> {
       const silent = changes.find((c) => c.state === 'SILENT');
       if (late) lateBy.push(Date.parse(late.at) - last - LATE_MS);
       if (silent) silentBy.push(Date.parse(silent.at) - last - SILENT_MS);
+      // A false UP: shown UP or LATE in a composition after one showed it SILENT (it never beat again).
+      const silentAt = changes.findIndex((c) => c.state === 'SILENT');
+      if (silentAt >= 0) falseUpInHistory += changes.slice(silentAt + 1).filter((c) => c.state !== null && c.state !== 'SILENT').length;
+    }
+    // ...and in the samples: a stopped machine shown UP or LATE at a seq after one that showed it SILENT, on any replica.
+    const silentSince = new Map<string, number>();
+    let falseUpSamples = 0;
+    for (const s of [...samples].sort((x, y) => x.seq - y.seq)) {
+      for (const m of s.stoppedNotSilent) if ((silentSince.get(m) ?? Number.POSITIVE_INFINITY) < s.seq) falseUpSamples++;
+      for (const m of s.stoppedSilent) if (!silentSince.has(m)) silentSince.set(m, s.seq);
     }
     const after = samples.slice(falseBefore);
     const falseMachineSeconds = after.reduce((n, s) => n + s.falselyNotUp, 0);
@@ -286,6 +315,7 @@ export async function run(): Promise<string> {
       `| machines, beats a second | ${MACHINES}, ${MACHINES / HEARTBEAT_S} | 100,000, 10,000 |`,
       `| samples read (replica-seconds) | ${after.length} | |`,
       `| false LATE/SILENT machine-seconds | ${falseMachineSeconds} (${[...byPhase].map(([p, n]) => `${p} ${n}`).join(', ')}) | 0 |`,
+      `| false UP/LATE after SILENT: machine-samples, changes in the histories read | ${falseUpSamples}, ${falseUpInHistory} | 0 |`,
       `| stopped machines shown LATE past the boundary, p50 / max (ms) | ${quantile(lateBy, 0.5)} / ${Math.max(...lateBy)} (${lateBy.length} read) | ≤ 1,000 |`,
       `| stopped machines shown SILENT past the boundary, p50 / max (ms) | ${quantile(silentBy, 0.5)} / ${Math.max(...silentBy)} (${silentBy.length} read) | ≤ 1,000 |`,
       `| news lag p50 / p99 / max (s) | ${quantile(lags, 0.5)} / ${quantile(lags, 0.99)} / ${Math.max(...lags)} | |`,

@@ -254,6 +254,27 @@ test('a SIGKILL and a 20 s SIGSTOP of the serving replica show no machine that k
     const firstSilent = changes.find((c) => c.state === 'SILENT');
     shown.push({ machine, late: firstLate ? firstLate.at - last : Number.NaN, silent: firstSilent ? firstSilent.at - last : Number.NaN });
   }
+  // No false UP: a stopped machine (it never beats again) once shown SILENT is never shown UP or
+  // LATE after, in any composition of its history nor in any sample of a later seq on any replica.
+  const falseUp: string[] = [];
+  const silentSeq = new Map<string, number>();
+  for (const s of [...samples].sort((x, y) => x.seq - y.seq)) {
+    for (const m of stoppedNames) {
+      const since = silentSeq.get(m);
+      const state = s.notUp.get(m) ?? 'UP';
+      if (since !== undefined && s.seq > since && state !== 'SILENT') falseUp.push(`${s.replica} seq ${s.seq}: ${m} ${state} after SILENT at seq ${since}`);
+      if (state === 'SILENT' && since === undefined) silentSeq.set(m, s.seq);
+    }
+  }
+  for (const machine of stoppedNames) {
+    const changes = await history(machine);
+    const silentAt = changes.findIndex((c) => c.state === 'SILENT');
+    if (silentAt < 0) continue;
+    for (const c of changes.slice(silentAt + 1))
+      if (c.state !== 'SILENT' && c.state !== null) falseUp.push(`${machine} ${c.state} at ${new Date(c.at).toISOString()} after SILENT`);
+  }
+  console.log(`bad day: false LATE ${falsely.length}, false UP ${falseUp.length}`);
+  expect(falseUp.slice(0, 10)).toEqual([]);
   // ...and a hundred machines that kept beating were UP in every composition of their history.
   for (let i = 1; i < MACHINES; i += Math.floor(MACHINES / 100)) {
     if (stops(i)) continue;
