@@ -52,6 +52,38 @@ export function isLoopbackHost(host: string | undefined): boolean {
 export const foreignHostMessage = (host: string | undefined) =>
   `this gateway has no MESH_TOKENS_FILE and answers loopback names only (127.0.0.1, localhost, [::1]); Host ${JSON.stringify(host ?? '')} is refused`;
 
+/**
+ * Whether a request's target and `Host` make a URL: an origin-form target (`/path?query`) under a
+ * Host that parses. Yoga builds `http://<Host><target>` and threw Invalid URL (a 500 with its stack)
+ * on a Host such as `localhost:99999` or `[::1`, or an absolute-form target (`http://evil/graphql`).
+ */
+export function isReadableTarget(request: Pick<IncomingMessage, 'url' | 'headers'>): boolean {
+  const target = request.url ?? '';
+  if (!target.startsWith('/')) return false;
+  try {
+    new URL(`http://${request.headers.host ?? 'localhost'}${target}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Answers a request whose target and Host make no URL 400 with a GraphQL error body; true when it did. */
+export function refuseUnreadableTarget(request: IncomingMessage, response: ServerResponse): boolean {
+  if (isReadableTarget(request)) return false;
+  const body = JSON.stringify({
+    errors: [
+      {
+        message: 'the request target and Host header do not make a URL: send an origin-form target (/graphql) with a valid Host',
+        extensions: { code: 'BAD_REQUEST' },
+      },
+    ],
+  });
+  response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  response.end(request.method === 'HEAD' ? undefined : body);
+  return true;
+}
+
 /** Answers a request with a foreign `Host` 403 with a GraphQL error body; true when it did. */
 export function refuseForeignHost(request: IncomingMessage, response: ServerResponse): boolean {
   if (isLoopbackHost(request.headers.host)) return false;

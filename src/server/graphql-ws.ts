@@ -87,6 +87,21 @@ function refusal(error: unknown, logger: Logger): GraphQLError {
   return new GraphQLError('the operation could not be parsed or validated', { extensions: { code: 'INTERNAL' } });
 }
 
+/** The message types of graphql-ws' protocol a client may send; graphql-ws throws (a 4500) on a server's own `next`, `error` or `connection_ack`. */
+const CLIENT_MESSAGE_TYPES: ReadonlySet<string> = new Set(['connection_init', 'ping', 'pong', 'subscribe', 'complete']);
+
+/** A message's `type`, read only after graphql-ws refused it (never on the path of a good message). */
+function messageTypeOf(text: string): string | undefined {
+  try {
+    const type = (JSON.parse(text) as { type?: unknown } | null)?.type;
+    return typeof type === 'string' ? type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const isClientMessageType = (text: string) => CLIENT_MESSAGE_TYPES.has(messageTypeOf(text) ?? '');
+
 /**
  * graphql-ws (its `makeServer`, on sockets of `ws`) at the Yoga endpoint. `connection_init` must
  * carry a token the access file knows (refused: close 4403). Every operation goes through Yoga's
@@ -275,9 +290,14 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, doors,
         close: (code, reason) => closeSocket(socket, code, reason),
         onMessage: (cb) =>
           socket.on('message', async (data) => {
+            const text = String(data);
             try {
-              await cb(String(data));
+              await cb(text);
             } catch (error) {
+              if (!isClientMessageType(text)) {
+                logger.warn({ type: messageTypeOf(text)?.slice(0, 100) }, 'a graphql-ws client sent a message type only a server sends: closed 4400');
+                return closeSocket(socket, CloseCode.BadRequest, 'a client may send connection_init, ping, pong, subscribe and complete only');
+              }
               logger.error({ err: error }, 'handling a graphql-ws message failed');
               closeSocket(socket, CloseCode.InternalServerError, reasonOf(error));
             }

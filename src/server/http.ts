@@ -16,7 +16,7 @@ import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { accessLog } from './access-log.js';
-import { foreignHostMessage, isAllowedOrigin, isLoopbackHost, refuseForeignHost, useCsrfPrevention } from './browser-guards.js';
+import { foreignHostMessage, isAllowedOrigin, isLoopbackHost, refuseForeignHost, refuseUnreadableTarget, useCsrfPrevention } from './browser-guards.js';
 import { useCompiledExecution } from './compiled-execution.js';
 import { dashboardFiles } from './dashboard.js';
 import { useDocumentNestingLimit, useNulRefusal, useParamsGuard, useQueryCost } from './document-guard.js';
@@ -236,6 +236,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const server = createServer(
     log.http((request, response) => {
       try {
+        if (refuseUnreadableTarget(request, response)) return;
         // `/ready` answers any Host (a balancer may probe by address); everything else is guarded.
         if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
         // A JWT's signature is verified (asynchronously) before anything judges the caller at once.
