@@ -4,8 +4,9 @@ import type { WebSocketServer } from 'ws';
 import type { Fanout } from '../fanout/engine.js';
 import type { StatusQueryCache } from '../fanout/status-query-cache.js';
 import type { Access } from '../services/access/tokens.js';
-import { CALL_DOORS, CALL_STATES } from '../services/calls/records.js';
+import { CALL_DOORS, CALL_STATES, refusedCalls } from '../services/calls/records.js';
 import { NATS_REFUSALS, type Responder } from '../services/controller/responder.js';
+import { recordRelayLag } from '../services/hand-acts/outbox.js';
 import type { Mesh } from '../services/mesh.js';
 import type { NewsIngest } from '../services/news/ingest.js';
 import type { Composer } from '../services/status/composing/composer.js';
@@ -214,6 +215,29 @@ export function createMetrics(sources: MetricSources): Metrics {
       for (const reason of STATUS_REFUSALS) this.inc({ reason }, refused[reason]);
     },
   });
+
+  new Counter({
+    name: 'mesh_calls_refused_total',
+    help: 'Calls refused before any work (bad arguments, unknown verb, BUSY), by error code: counted, never kept.',
+    labelNames: ['code'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [code, count] of refusedCalls(mesh)) this.inc({ code }, count);
+    },
+  });
+  readGauge(
+    registry,
+    'mesh_record_outbox_waiting',
+    'Hand-acts and call records committed with their acts, not yet relayed to the buckets.',
+    () => recordRelayLag().waiting,
+  );
+  readGauge(
+    registry,
+    'mesh_record_outbox_oldest_seconds',
+    'Age of the oldest record waiting in the outbox; 0 when none waits.',
+    () => recordRelayLag().oldestMs / 1000,
+  );
 
   new Gauge({
     name: 'mesh_calls',

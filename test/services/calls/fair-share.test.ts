@@ -62,6 +62,10 @@ test('a refused request leaves a counter, never a kept call', async () => {
   for (let i = 0; i < 50; i++) expect((await callQuiet('token-of-flooder', 'nope')).code).toBe('NOT_FOUND');
   expect(await keptInStream()).toBe(before);
   expect(refusedCalls(gw.mesh).get('NOT_FOUND')).toBe(counted + 50);
+  // Operators see the refusals on /metrics, by code.
+  const scraped = await (await fetch(`${new URL(gw.url).origin}/metrics`, { headers: as('token-of-operator') })).text();
+  const line = scraped.split('\n').find((l) => /^mesh_calls_refused_total\{code="NOT_FOUND"[,}]/.test(l));
+  expect(Number(line?.split(' ').at(-1))).toBe(counted + 50);
 });
 
 test('in a full bucket the oldest of whoever holds the most goes, and an owner at its share makes room with its own oldest', async () => {
