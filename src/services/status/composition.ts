@@ -96,4 +96,6 @@ export interface StatusFeed {
    * Absent: the composer publishes it whole on `<subjects>.status`, as before the stream.
    */
   publish?(composition: Composition, ...triggers: ComposeTrigger[]): Promise<void>;
+  /** Resolves once what the status stream holds now is read (a takeover's floor); absent without a stream. */
+  readUpToNow?(): Promise<void>;
 }

@@ -325,7 +325,10 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     request(trigger);
   };
   const offLease = lease.onServingChange((held) => {
-    if (held) took(composedOnce || feed.current() ? 'takeover' : 'start');
+    // A takeover first reads what the replica before showed (the stream, now): what it showed is
+    // each state's floor, and a replica that was frozen holds an older one (docs/status.md).
+    if (held && (composedOnce || feed.current())) void (feed.readUpToNow?.() ?? Promise.resolve()).then(() => lease.isServing() && took('takeover'));
+    else if (held) took('start');
     else {
       mesh.logger.warn({ replica: mesh.config.replica }, 'lost the serving lease: no longer composing');
       triggers.clear();

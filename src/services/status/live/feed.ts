@@ -22,6 +22,11 @@ export interface RunningStatusFeed extends StatusChangeFeed {
    * after STATUS_FIRST_WAIT_MS at most), so the composer continues its chain of deltas.
    */
   caughtUp(): Promise<void>;
+  /**
+   * Resolves once what the status stream holds now has been read (at once without one, after
+   * STATUS_FIRST_WAIT_MS at most, and when the stream cannot be asked): a takeover's floor.
+   */
+  readUpToNow(): Promise<void>;
   /** Snapshots, deltas and gaps read from the status stream (zero without one). */
   streamStats(): FollowerStats;
   stop(): Promise<void>;
@@ -107,6 +112,10 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
     streamStats: () => follower?.stats ?? { snapshots: 0, deltas: 0, gaps: 0 },
     caughtUp: () =>
       follower ? Promise.race([follower.caughtUp, new Promise<void>((resolve) => setTimeout(resolve, STATUS_FIRST_WAIT_MS).unref())]) : Promise.resolve(),
+    readUpToNow: () =>
+      follower
+        ? Promise.race([follower.readUpToNow().catch(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, STATUS_FIRST_WAIT_MS).unref())])
+        : Promise.resolve(),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

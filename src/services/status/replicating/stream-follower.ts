@@ -76,7 +76,7 @@ export function followStatusStream(
   feed: { current(): Composition | undefined; accept(composition: Composition, delta: StatusDelta | undefined): void },
   logger: Logger,
   live?: { nc: NatsConnection /** The seq this replica is putting into the stream itself, if any: not read back. */; publishing(): number | undefined },
-): { stats: FollowerStats; caughtUp: Promise<void>; stop(): Promise<void> } {
+): { stats: FollowerStats; caughtUp: Promise<void>; readUpToNow(): Promise<void>; stop(): Promise<void> } {
   const stats: FollowerStats = { snapshots: 0, deltas: 0, gaps: 0 };
   // Resolved once what the stream held at the start has been read (or found empty), so a replica
   // about to serve continues the stream's chain of deltas rather than starting one of its own.
@@ -89,6 +89,13 @@ export function followStatusStream(
       resolve();
     };
   });
+  // The last stream sequence read, and who waits for one (readUpToNow).
+  let readSeq = 0;
+  const waiting = new Set<{ seq: number; resolve: () => void }>();
+  const noteRead = (seq: number) => {
+    readSeq = Math.max(readSeq, seq);
+    for (const waiter of waiting) if (readSeq >= waiter.seq) waiting.delete(waiter), waiter.resolve();
+  };
   let stopped = false;
   let messages: ConsumerMessages | undefined;
   let broken = false;
@@ -153,6 +160,7 @@ export function followStatusStream(
           if (framing && held !== undefined && framing.seq <= held) {
             if (framing.kind === 'snapshot' && framing.seq === held) broken = false;
             if (m.seq >= caughtUpAt) markCaughtUp();
+            noteRead(m.seq);
             continue;
           }
           const entry = await assemble({ seq: m.seq, data: m.data, headers: m.headers, time: m.time.getTime() }).catch((err) => {
@@ -161,6 +169,7 @@ export function followStatusStream(
           });
           if (entry) take(entry);
           if (m.seq >= caughtUpAt) markCaughtUp();
+          noteRead(m.seq);
           if (restart || stopped) break;
         }
       } catch (err) {
@@ -194,8 +203,17 @@ export function followStatusStream(
   return {
     stats,
     caughtUp,
+    // What the stream holds now, read: a replica taking the lease after a freeze composes on the
+    // last composition the one before it showed (its floor), not on what it held when it froze.
+    async readUpToNow() {
+      const last = (await link.jsm.streams.info(link.stream)).state.last_seq;
+      if (readSeq >= last || stopped) return;
+      await new Promise<void>((resolve) => waiting.add({ seq: last, resolve }));
+    },
     async stop() {
       stopped = true;
+      for (const waiter of waiting) waiter.resolve();
+      waiting.clear();
       liveSub?.unsubscribe();
       messages?.stop();
       await running;
