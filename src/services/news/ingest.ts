@@ -15,6 +15,9 @@ import { type BuildNews, recordBuildNews } from './builds.js';
 import { malformedLog } from './malformed-log.js';
 import { judgeNews, type News } from './wire.js';
 
+/** Handed-back messages remembered so that a batch retried is counted received once: a few store outages' worth of what one replica holds. */
+const HANDED_BACK_KEPT = 100_000;
+
 /** How long news is collected before it is written: a few ms, so one transaction carries many beats. */
 export const NEWS_BATCH_MS = 5;
 /**
@@ -61,7 +64,7 @@ export interface IngestMesh extends RolloutMesh {
 }
 
 export interface NewsStats {
-  /** Messages delivered to this replica (a redelivered one counts again). */
+  /** Messages delivered to this replica, each once: one it handed back and was delivered again is counted in `redelivered`, not again here. */
   received: number;
   /** Written to the store (and acknowledged). */
   ingested: number;
@@ -189,6 +192,8 @@ function writtenRate(): { add(n: number): void; perMs(): number } {
  */
 export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetch'>): NewsIngest {
   const stats: NewsStats = { received: 0, ingested: 0, malformed: 0, poison: 0, redelivered: 0, batches: 0 };
+  /** The stream sequences this replica handed back, so their next delivery is not counted received again (at most HANDED_BACK_KEPT, oldest out). */
+  const handedBack = new Set<number>();
   const pending: Held[] = [];
   /** The batch being written. */
   let inWrite: Held[] = [];
@@ -233,7 +238,14 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
       backoff = Math.min(backoff * 2, STORE_WAIT_MAX_MS);
     }
     const delay = Math.max(resumeAt - now, 1);
-    for (const held of batch) held.msg.nak(delay);
+    for (const held of batch) {
+      held.msg.nak(delay);
+      handedBack.add(held.msg.seq);
+    }
+    for (const seq of handedBack) {
+      if (handedBack.size <= HANDED_BACK_KEPT) break;
+      handedBack.delete(seq);
+    }
     stats.redelivered += batch.length;
   };
 
@@ -290,7 +302,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
   };
 
   const onMessage = (msg: JsMsg) => {
-    stats.received++;
+    if (!handedBack.delete(msg.seq)) stats.received++;
     // Heard when the stream stored it: news written after an outage keeps the instant it was sent.
     const heardAt = new Date(Math.min(Date.now(), msg.info.timestampNanos / 1e6));
     const news = judgeNews(mesh.subjects.root, msg.subject, msg.data, heardAt);

@@ -27,6 +27,7 @@ const heartbeatsOf = (prefix: string) => storedHeartbeats(gw.mesh.db, prefix);
 test('heartbeats sent while the store is stopped are all stored once it is back, each exactly once', async () => {
   agent.heartbeat(env.subjects, 'warm-1', { modules: ['broker'] });
   await eventually(async () => (await heartbeatsOf('warm-1'))['warm-1'] === 1, 'the first heartbeat');
+  const receivedBefore = gw.news.stats.received;
 
   pg.stop();
   const MACHINES = 50;
@@ -54,4 +55,6 @@ test('heartbeats sent while the store is stopped are all stored once it is back,
   // Every message the stream holds is written and acknowledged: a copy written twice would show now.
   await newsDrained(gw.mesh.bus.jsm, env.controller);
   expect(await heartbeatsOf('o-')).toEqual(expected);
+  // Each message is counted received once (/metrics' mesh_news_received_total), however often it was handed back.
+  expect(gw.news.stats.received - receivedBefore).toBe(MACHINES * BEATS);
 }, 90_000);
