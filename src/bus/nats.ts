@@ -31,6 +31,12 @@ export interface Bus {
   url: string;
   /** The server this connection is on now, as `host:port` with its server_name: it changes when a node dies. */
   server(): { url: string; name: string | undefined };
+  /**
+   * Whether the server this connection is on asks its clients to authenticate (`auth_required`
+   * in the server's INFO, read again at each reconnect). False: anyone who reaches it may publish
+   * and subscribe anything, unless the NATS account restricts them.
+   */
+  authRequired(): boolean;
   close(): Promise<void>;
 }
 
@@ -128,6 +134,7 @@ export async function connectBus(options: BusOptions): Promise<Bus> {
     jsm,
     url,
     server,
+    authRequired: () => nc.info?.auth_required === true,
     async close() {
       await nc.drain().catch(() => nc.close());
       if (child) {

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { NATS_OPEN_WARNING, natsOpenBehindClosedDoors } from '../services/access/open-nats.js';
 import type { Mesh } from '../services/mesh.js';
 import { COMPOSE_EVERY_MS } from '../services/status/composing/composer.js';
 
@@ -39,7 +40,7 @@ export interface Health {
   stop(): void;
 }
 
-export function meshHealth(mesh: Pick<Mesh, 'db' | 'bus' | 'status' | 'hearing'>): Health {
+export function meshHealth(mesh: Pick<Mesh, 'db' | 'bus' | 'status' | 'hearing' | 'config'>): Health {
   const { nc } = mesh.bus;
   let natsConnected = !nc.isClosed();
   let natsChangedAt = Date.now();
@@ -84,10 +85,12 @@ export function meshHealth(mesh: Pick<Mesh, 'db' | 'bus' | 'status' | 'hearing'>
       if (!lastStore || now - lastStore.at > STORE_CHECK_REUSE_MS) lastStore = { at: now, check: pingStore() };
       return lastStore.check;
     },
+    // NATS open to anyone behind closed HTTP doors is said, not failed: the replica serves as well either way.
     nats: () => ({
       ok: natsConnected && !nc.isClosed(),
       server: nc.getServer(),
       sinceS: Math.round((Date.now() - natsChangedAt) / 1000),
+      ...(natsOpenBehindClosedDoors(mesh.config, mesh.bus) && { open: true, warning: NATS_OPEN_WARNING }),
     }),
     composition() {
       const current = mesh.status.current();

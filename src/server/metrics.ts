@@ -3,6 +3,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { WebSocketServer } from 'ws';
 import type { Fanout } from '../fanout/engine.js';
 import type { StatusQueryCache } from '../fanout/status-query-cache.js';
+import { natsOpenBehindClosedDoors } from '../services/access/open-nats.js';
 import type { Access } from '../services/access/tokens.js';
 import { CALL_DOORS, CALL_STATES, refusedCalls } from '../services/calls/records.js';
 import { NATS_REFUSALS, type Responder } from '../services/controller/responder.js';
@@ -21,7 +22,7 @@ const FAST_BUCKETS_S = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 
 /** The parts of the running gateway /metrics reads: each keeps its own counts, read at scrape time. */
 export interface MetricSources {
-  mesh: Pick<Mesh, 'status' | 'views' | 'leases' | 'config' | 'hearing' | 'statusSeal'>;
+  mesh: Pick<Mesh, 'status' | 'views' | 'leases' | 'config' | 'hearing' | 'statusSeal'> & { bus: Pick<Mesh['bus'], 'authRequired'> };
   health: Health;
   /** The sockets, read at scrape time (the server is made after the metrics). */
   sockets(): WebSocketServer['clients'] | undefined;
@@ -194,7 +195,7 @@ export function createMetrics(sources: MetricSources): Metrics {
 
   new Counter({
     name: 'mesh_nats_refused_total',
-    help: 'NATS requests to the controller refused before they became calls (not kept), by reason: unnamed, scope, unknown-verb.',
+    help: "NATS requests to the controller refused before they became calls (not kept), by reason: unnamed, scope, unknown-verb, unproven (on the controller's own subject without a replica's proof).",
     labelNames: ['reason'],
     registers: [registry],
     collect() {
@@ -203,6 +204,13 @@ export function createMetrics(sources: MetricSources): Metrics {
       for (const reason of NATS_REFUSALS) this.inc({ reason }, refused?.[reason] ?? 0);
     },
   });
+
+  readGauge(
+    registry,
+    'mesh_nats_open',
+    'Whether the NATS server accepts any client (auth_required false) while the HTTP doors require tokens: 1 open (see docs/access.md), 0 not.',
+    () => (natsOpenBehindClosedDoors(mesh.config, mesh.bus) ? 1 : 0),
+  );
 
   new Counter({
     name: 'mesh_status_refused_total',

@@ -7,6 +7,8 @@ import { DomainError, Forbidden, Invalid, NotFound } from '../../kernel/errors.j
 import { checkName } from '../../kernel/names.js';
 import { holdsNul, JSON_DEPTH_MAX, jsonTooDeep } from '../../kernel/values.js';
 import type { Scope } from '../access/caller.js';
+import { proveForwarded } from '../access/forwarded.js';
+import type { ReplicaKeys } from '../replicas/replica-key.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import type { ArgType, Verb } from '../seats/protocol.js';
 import { aliasesOfSeats, type Db, seatByName } from '../seats/seats.js';
@@ -112,18 +114,17 @@ export interface ForwardMesh extends CallsMesh {
   subjects: Pick<Subjects, 'seatVerb' | 'seatVerbAs'>;
   logger: Logger;
   config: { controller: string; replica: string };
+  /** The replicas' shared key: a call forwarded to the controller's own seat carries a proof made with it. */
+  replicaKeys: Pick<ReplicaKeys, 'current' | 'sign'>;
 }
 
 /**
- * Headers a forwarded call carries so that, when the seat called is the controller's own, the
- * inner call is recorded under the original caller and names the outer call. The controller sends
- * such a call on its own named subject (`<root>.seat.<controller>.<verb>.<controller>`), which the
- * account lets only the controller publish to; the responder trusts the headers only there.
+ * Headers a forwarded call carries (src/services/access/forwarded.ts): the original caller, its
+ * scopes and the outer call. To the controller's own seat they come with a proof made with the
+ * replica key, and the responder believes them only with a good one: the subject alone proves
+ * nothing on a NATS without permissions.
  */
-export const CALLER_HEADER = 'Mesh-Caller';
-export const OUTER_CALL_HEADER = 'Mesh-Outer-Call';
-/** The original caller's scopes, comma-separated: the inner call runs with them (believed on the same subject only). */
-export const SCOPES_HEADER = 'Mesh-Scopes';
+export { CALLER_HEADER, OUTER_CALL_HEADER, SCOPES_HEADER } from '../access/forwarded.js';
 /** The forwarding verb's name: it forwards once, never to itself on the controller's seat (one request, one level of calls). */
 export const FORWARDING_VERB = 'callVerb';
 
@@ -165,10 +166,8 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
   }
   const started = await startCall(mesh, { ...record, args });
   const { call } = started;
-  const h = headers();
-  h.set(CALLER_HEADER, call.caller);
-  h.set(OUTER_CALL_HEADER, call.id);
-  h.set(SCOPES_HEADER, [...request.scopes].join(','));
+  const body = new TextEncoder().encode(JSON.stringify(args));
+  const forwarded = { caller: call.caller, scopes: request.scopes, outerCallId: call.id };
   let text: string | undefined;
   let failure: unknown;
   // A holder listens on the name its manifest has, which may be a name the seat had before a
@@ -178,9 +177,12 @@ export async function forwardCall(mesh: ForwardMesh, request: CallVerbRequest): 
       // The controller's own verbs are sent on its named subject: the caller it forwards is then believed.
       const subject =
         name === mesh.config.controller ? mesh.subjects.seatVerbAs(name, verb.name, mesh.config.controller) : mesh.subjects.seatVerb(name, verb.name);
+      // The caller, its scopes and the outer call, proven with the replica key (believed only with the proof, on the controller's own seat).
+      const h = headers();
+      proveForwarded(mesh.replicaKeys, h, { subject, ...forwarded }, body);
       // A client span, its traceparent in the request's headers: the holder's work joins the caller's trace.
       text = await inSpan(`callVerb ${name}.${verb.name}`, { kind: SpanKind.CLIENT, attributes: natsSpanAttributes(subject, call.id) }, async () =>
-        (await mesh.bus.nc.request(subject, JSON.stringify(args), { timeout, headers: traceHeaders(h) })).string(),
+        (await mesh.bus.nc.request(subject, body, { timeout, headers: traceHeaders(h) })).string(),
       );
       break;
     } catch (error) {

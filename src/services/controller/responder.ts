@@ -1,11 +1,11 @@
 import { headers, type Msg, type Subscription } from '@nats-io/transport-node';
 import { inSpan, messageContext, natsSpanAttributes, SpanKind } from '../../bus/trace-context.js';
 import { type DomainError, Forbidden, Invalid, NotFound } from '../../kernel/errors.js';
-import { ID_PATTERN } from '../../kernel/ids.js';
 import { isName } from '../../kernel/names.js';
-import { SCOPES, type Scope } from '../access/caller.js';
+import type { Scope } from '../access/caller.js';
+import { type ForwardedCheck, forwardedCheck } from '../access/forwarded.js';
 import type { NatsUsers } from '../access/nats-users.js';
-import { CALLER_HEADER, OUTER_CALL_HEADER, SCOPES_HEADER } from '../calls/forward.js';
+import { NATS_OPEN_WARNING, natsOpenBehindClosedDoors } from '../access/open-nats.js';
 import { callErrorOf, recordedCallOf, refuseCall } from '../calls/records.js';
 import { type AnyControllerVerb, mayRun, scopeRefusal } from '../calls/verb.js';
 import type { Mesh } from '../mesh.js';
@@ -90,35 +90,38 @@ interface Asker {
   outerCallId: string | undefined;
 }
 
-/** The scopes a forwarded call carries (Mesh-Scopes), known ones only; none when absent. */
-const scopesFromHeader = (value: string | undefined): ReadonlySet<Scope> =>
-  new Set((value ?? '').split(',').filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope)));
-
 /**
  * The caller of a request, from its subject, and their scopes: a named user's from MESH_NATS_USERS_FILE
- * (`users`); the unnamed subject's, `read`. For a call the controller forwarded to its own seat
- * (callVerb, sent on the controller's own named subject, which only the controller may publish to),
- * the original caller, its scopes and the outer call, from the headers forwardCall sets: the inner
- * verb runs with the outer caller's scopes, never the controller's.
+ * (`users`); the unnamed subject's, `read`. On the controller's own named subject (where callVerb
+ * forwards to its own seat) the original caller, its scopes and the outer call come from the
+ * headers forwardCall sets, believed only with a replica's proof (src/services/access/forwarded.ts):
+ * without a good one the request is refused (`unproven`), whatever the subject says, so a client on
+ * a NATS without permissions cannot borrow the controller's name. The inner verb runs with the
+ * outer caller's scopes, never the controller's.
  */
-function whoCalls(mesh: Mesh, users: NatsUsers, msg: Msg): Asker {
-  const { verb, caller, named } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, msg.subject);
-  if (!named) return { verb, caller, named, scopes: UNNAMED_SCOPES, outerCallId: undefined };
-  if (caller !== mesh.config.controller) return { verb, caller, named, scopes: users.scopesOf(caller), outerCallId: undefined };
-  const original = msg.headers?.get(CALLER_HEADER);
-  const outer = msg.headers?.get(OUTER_CALL_HEADER);
-  return {
-    verb,
-    caller: original && isName(original) ? original : caller,
-    named,
-    scopes: scopesFromHeader(msg.headers?.get(SCOPES_HEADER)),
-    outerCallId: outer && ID_PATTERN.test(outer) ? outer : undefined,
-  };
+async function whoCalls(mesh: Mesh, users: NatsUsers, forwarded: ForwardedCheck, msg: Msg): Promise<Asker | { unproven: string }> {
+  const byName = whoCallsByName(mesh, users, msg);
+  if (!onOwnSubject(mesh, msg.subject)) return byName;
+  const proof = await forwarded.check(msg.subject, msg.headers, msg.data);
+  if (!proof.ok) return { unproven: proof.why };
+  return { ...byName, caller: proof.forwarded.caller, scopes: proof.forwarded.scopes, outerCallId: proof.forwarded.outerCallId };
 }
 
+/** The caller of a request not on the controller's own subject, from its subject alone (see whoCalls). */
+function whoCallsByName(mesh: Mesh, users: NatsUsers, msg: Msg): Asker {
+  const { verb, caller, named } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, msg.subject);
+  return { verb, caller, named, scopes: named ? users.scopesOf(caller) : UNNAMED_SCOPES, outerCallId: undefined };
+}
+
+/** Whether a request is on the controller's own named subject, where only a proven forwarded call is taken. */
+const onOwnSubject = (mesh: Mesh, subject: string): boolean => {
+  const { caller, named } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, subject);
+  return named && caller === mesh.config.controller;
+};
+
 /** Why a NATS request was refused before it became a call; each is counted (`mesh_nats_refused_total`), none kept. */
-export type NatsRefusal = 'unnamed' | 'scope' | 'unknown-verb';
-export const NATS_REFUSALS = ['unnamed', 'scope', 'unknown-verb'] as const satisfies readonly NatsRefusal[];
+export type NatsRefusal = 'unnamed' | 'scope' | 'unknown-verb' | 'unproven';
+export const NATS_REFUSALS = ['unnamed', 'scope', 'unknown-verb', 'unproven'] as const satisfies readonly NatsRefusal[];
 
 /**
  * Whether a request may become a call at all. On the unnamed subject only reading verbs are
@@ -146,8 +149,16 @@ function admissionOf(mesh: Mesh, known: AnyControllerVerb<Mesh> | undefined, ask
   return undefined;
 }
 
-async function handle(mesh: Mesh, users: NatsUsers, msg: Msg, refused: (reason: NatsRefusal) => void): Promise<void> {
-  const asker = whoCalls(mesh, users, msg);
+async function handle(mesh: Mesh, users: NatsUsers, forwarded: ForwardedCheck, msg: Msg, refused: (reason: NatsRefusal) => void): Promise<void> {
+  const asker = await whoCalls(mesh, users, forwarded, msg);
+  if ('unproven' in asker) {
+    refused('unproven');
+    mesh.logger.warn({ subject: msg.subject, why: asker.unproven }, "a request on the controller's own subject without a replica's proof: refused");
+    const error = new Forbidden(
+      `only a replica forwards on ${msg.subject.slice(0, 300)} (callVerb, with a proof made with the replica key): ${asker.unproven}`,
+    );
+    return answer(mesh, msg, { ok: false, error: callErrorOf(error) });
+  }
   const { verb, caller, scopes, outerCallId } = asker;
   const door = 'NATS' as const;
   const known = controllerVerb(verb);
@@ -191,7 +202,10 @@ export interface Responder {
  * `users` gives each named NATS user its scopes. Answers `{"ok":true,"answer":…}` or `{"ok":false,"error":{"code","message"}}`.
  */
 export function startResponder(mesh: Mesh, users: NatsUsers): Responder {
-  const refusals: Record<NatsRefusal, number> = { unnamed: 0, scope: 0, 'unknown-verb': 0 };
+  const refusals: Record<NatsRefusal, number> = { unnamed: 0, scope: 0, 'unknown-verb': 0, unproven: 0 };
+  const forwarded = forwardedCheck(mesh.replicaKeys);
+  // Said once at start (and on /ready and /metrics while it lasts): the verbs answered here are open to anyone on such a NATS.
+  if (natsOpenBehindClosedDoors(mesh.config, mesh.bus)) mesh.logger.warn({ nats: mesh.bus.server().url }, NATS_OPEN_WARNING);
   const refused = (reason: NatsRefusal) => {
     refusals[reason]++;
   };
@@ -200,7 +214,9 @@ export function startResponder(mesh: Mesh, users: NatsUsers): Responder {
   const pending = new Set<Promise<void>>();
   /** A BUSY answer; for an act (or a verb nobody serves) recorded as a refused call first, as any refusal is. */
   const refuseBusy = (msg: Msg) => {
-    const asker = whoCalls(mesh, users, msg);
+    // A forwarded call is not recorded here (its proof is not checked while busy): its outer call, on the forwarding replica, records the BUSY.
+    if (onOwnSubject(mesh, msg.subject)) return answer(mesh, msg, { ok: false, error: BUSY });
+    const asker = whoCallsByName(mesh, users, msg);
     const { verb, caller, outerCallId } = asker;
     const known = controllerVerb(verb);
     const refusal = admissionOf(mesh, known, asker);
@@ -238,7 +254,7 @@ export function startResponder(mesh: Mesh, users: NatsUsers): Responder {
     // A server span in the trace the request's traceparent names (an agent's), or a new trace.
     const { verb } = callerFromSubject(`${mesh.subjects.root}.seat.${mesh.config.controller}.`, msg.subject);
     const traced = { kind: SpanKind.SERVER, parent: messageContext(msg.headers), attributes: natsSpanAttributes(msg.subject) };
-    const done: Promise<void> = inSpan(`controller ${verb.slice(0, 100)}`, traced, () => handle(mesh, users, msg, refused))
+    const done: Promise<void> = inSpan(`controller ${verb.slice(0, 100)}`, traced, () => handle(mesh, users, forwarded, msg, refused))
       .catch((error) => mesh.logger.error({ err: error, subject: msg.subject }, 'controller verb request failed'))
       .finally(() => {
         inFlight--;
