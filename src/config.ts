@@ -66,7 +66,16 @@ export interface JwtConfig {
   audience: string;
   /** MESH_JWT_SCOPES_CLAIM: the claim holding the scopes (default `scope`, space-separated as OAuth 2 has it, or an array). */
   scopesClaim: string;
+  /** MESH_JWT_CLOCK_TOLERANCE_S: how far a token's `nbf`, `iat` and `exp` may be off this clock (an identity provider's clock drifts). */
+  clockToleranceS: number;
 }
+
+/** A JWT's times may be off this clock by this many seconds by default: the drift between an identity provider and a gateway on a busy day. */
+export const JWT_CLOCK_TOLERANCE_DEFAULT_S = 30;
+/** More tolerance than this would keep an expired token good for over five minutes: refused as a mistake. */
+export const JWT_CLOCK_TOLERANCE_MAX_S = 300;
+/** The hosts a MESH_JWKS_URL may reach over plain `http:`: this machine only (tests, a local issuer); anywhere else, keys over plain HTTP could be swapped. */
+const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
 
 /** The default each stream may hold: 1 GiB, reserved whole by the NATS server's store whether used or not. */
 export const STREAM_MAX_BYTES_DEFAULT = 1 << 30;
@@ -224,9 +233,15 @@ function jwt(env: NodeJS.ProcessEnv): JwtConfig | undefined {
   const issuer = env.MESH_JWT_ISSUER?.trim() || undefined;
   const audience = env.MESH_JWT_AUDIENCE?.trim() || undefined;
   const scopesClaim = env.MESH_JWT_SCOPES_CLAIM?.trim() || 'scope';
+  const clockToleranceS = int(env, 'MESH_JWT_CLOCK_TOLERANCE_S', JWT_CLOCK_TOLERANCE_DEFAULT_S, 0);
+  if (clockToleranceS > JWT_CLOCK_TOLERANCE_MAX_S) {
+    throw new ConfigError(
+      `MESH_JWT_CLOCK_TOLERANCE_S must be 0 to ${JWT_CLOCK_TOLERANCE_MAX_S} seconds, got ${JSON.stringify(env.MESH_JWT_CLOCK_TOLERANCE_S)}`,
+    );
+  }
   if (jwksFile && jwksUrl) throw new ConfigError('set MESH_JWKS_FILE or MESH_JWKS_URL, not both');
   if (!jwksFile && !jwksUrl) {
-    const stray = ['MESH_JWT_ISSUER', 'MESH_JWT_AUDIENCE', 'MESH_JWT_SCOPES_CLAIM'].find((key) => env[key]?.trim());
+    const stray = ['MESH_JWT_ISSUER', 'MESH_JWT_AUDIENCE', 'MESH_JWT_SCOPES_CLAIM', 'MESH_JWT_CLOCK_TOLERANCE_S'].find((key) => env[key]?.trim());
     if (stray) throw new ConfigError(`${stray} is set but neither MESH_JWKS_FILE nor MESH_JWKS_URL is: no token could be verified`);
     return undefined;
   }
@@ -240,9 +255,14 @@ function jwt(env: NodeJS.ProcessEnv): JwtConfig | undefined {
     } catch {
       url = undefined;
     }
-    if (!url || !['http:', 'https:'].includes(url.protocol)) throw new ConfigError(`MESH_JWKS_URL must be an http(s) URL, got ${JSON.stringify(jwksUrl)}`);
+    if (!url || !['http:', 'https:'].includes(url.protocol)) throw new ConfigError(`MESH_JWKS_URL must be an https: URL, got ${JSON.stringify(jwksUrl)}`);
+    if (url.protocol === 'http:' && !LOOPBACK_HOSTS.includes(url.hostname)) {
+      throw new ConfigError(
+        `MESH_JWKS_URL must be https: (plain http: only to this machine, ${LOOPBACK_HOSTS.join(', ')}): the keys every token is checked with would travel unprotected, got ${JSON.stringify(jwksUrl)}`,
+      );
+    }
   }
-  return { jwksFile: jwksFile && resolve(jwksFile), jwksUrl, issuer, audience, scopesClaim };
+  return { jwksFile: jwksFile && resolve(jwksFile), jwksUrl, issuer, audience, scopesClaim, clockToleranceS };
 }
 
 /** The file under MESH_DATA_DIR naming the NATS a gateway without NATS_URL uses (a child nats-server's port changes per start); `npm run simulate` reads it. */

@@ -2,7 +2,7 @@ import { readFileSync, type Stats, unwatchFile, watchFile } from 'node:fs';
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import type { Logger } from 'pino';
 import { Invalid } from '../../kernel/errors.js';
-import { type Caller, SCOPES, type Scope } from './caller.js';
+import { CALLER_NAME_RULE, type Caller, isCallerName, SCOPES, type Scope } from './caller.js';
 
 /** How often MESH_JWKS_FILE's stat is polled: a rotated key is taken within about this long. */
 const JWKS_POLL_MS = 1_000;
@@ -13,8 +13,6 @@ const JWKS_POLL_MS = 1_000;
 const JWKS_REFETCH_COOLDOWN_MS = 2_000;
 /** The keys of MESH_JWKS_URL are fetched again after this long even without an unknown key id. */
 const JWKS_CACHE_MAX_AGE_MS = 10 * 60_000;
-/** A caller's name (`sub`) is stored in calls and hand-acts: as long as a name may be. */
-const SUBJECT_MAX = 200;
 
 export interface JwtSettings {
   jwksFile: string | undefined;
@@ -22,7 +20,12 @@ export interface JwtSettings {
   issuer: string;
   audience: string;
   scopesClaim: string;
+  /** How far `nbf`, `iat` and `exp` may be off this clock, in seconds (MESH_JWT_CLOCK_TOLERANCE_S); unset, JWT_CLOCK_TOLERANCE_S. */
+  clockToleranceS?: number;
 }
+
+/** The clock tolerance when the settings give none: as MESH_JWT_CLOCK_TOLERANCE_S's default (src/config.ts). */
+const JWT_CLOCK_TOLERANCE_S = 30;
 
 /** A verified token's caller and when it stops being one, or why it is refused. */
 export type JwtVerdict = { caller: Caller; expiresAt: number } | { refusal: string };
@@ -117,10 +120,10 @@ export function startJwtVerifier(settings: JwtSettings, logger: Logger, pollMs =
           issuer: settings.issuer,
           audience: settings.audience,
           requiredClaims: ['sub', 'exp'],
+          clockTolerance: settings.clockToleranceS ?? JWT_CLOCK_TOLERANCE_S,
         });
-        const name = payload.sub as string;
-        if (!name || name.length > SUBJECT_MAX || /\p{Cc}/u.test(name))
-          return { refusal: `the token's "sub" must be 1 to ${SUBJECT_MAX} printable characters` };
+        const name = payload.sub;
+        if (!isCallerName(name)) return { refusal: `the token's "sub" must be ${CALLER_NAME_RULE}` };
         return { caller: { name, scopes: scopesOf(payload[settings.scopesClaim]) }, expiresAt: (payload.exp as number) * 1000 };
       } catch (error) {
         return { refusal: refusalOf(error, settings) };

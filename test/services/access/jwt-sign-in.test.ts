@@ -324,13 +324,14 @@ describe('the JWT variables', () => {
     );
     expect(() => loadConfig({ ...base, MESH_JWKS_URL: 'https://id.example.test/jwks' })).toThrow('set MESH_JWKS_FILE or MESH_JWKS_URL, not both');
     expect(() => loadConfig({ MESH_JWT_ISSUER: ISSUER })).toThrow(/MESH_JWT_ISSUER is set but neither MESH_JWKS_FILE nor MESH_JWKS_URL is/);
-    expect(() => loadConfig({ ...base, MESH_JWKS_FILE: '', MESH_JWKS_URL: 'ftp://id.example.test/jwks' })).toThrow(/MESH_JWKS_URL must be an http\(s\) URL/);
+    expect(() => loadConfig({ ...base, MESH_JWKS_FILE: '', MESH_JWKS_URL: 'ftp://id.example.test/jwks' })).toThrow(/MESH_JWKS_URL must be an https: URL/);
     expect(loadConfig({ ...base, MESH_JWT_SCOPES_CLAIM: 'roles' }).jwt).toEqual({
       jwksFile: '/etc/mesh/jwks.json',
       jwksUrl: undefined,
       issuer: ISSUER,
       audience: AUDIENCE,
       scopesClaim: 'roles',
+      clockToleranceS: 30,
     });
   });
 });
