@@ -2,6 +2,7 @@ import { connect, headers, type Msg, type NatsConnection } from '@nats-io/transp
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { natsCall } from '../../fixtures/calls.js';
 import { useGateway } from '../../fixtures/gateway.js';
+import { type LogLine, logInto } from '../../fixtures/log.js';
 import { DEFINE_SEAT } from '../../fixtures/operations.js';
 import type { TokenFixture } from '../../fixtures/services.js';
 
@@ -14,7 +15,8 @@ import type { TokenFixture } from '../../fixtures/services.js';
 
 const ACTOR: TokenFixture = { name: 'actor', scopes: ['read', 'act'], token: 'token-of-actor-35' };
 const ADMIN: TokenFixture = { name: 'chief', scopes: ['read', 'act', 'admin'], token: 'token-of-chief-35' };
-const { gw, env } = useGateway('proof', { tokens: [ACTOR, ADMIN] });
+const lines: LogLine[] = [];
+const { gw, env } = useGateway('proof', { tokens: [ACTOR, ADMIN], logger: () => logInto(lines, 'warn') });
 let nc: NatsConnection;
 beforeAll(async () => {
   nc = await connect({ servers: env.env.NATS_URL });
@@ -124,4 +126,5 @@ test('tokens close the HTTP doors while this NATS accepts anyone: /ready says so
   const body = (await ready.json()) as { checks: { nats: Record<string, unknown> } };
   expect(body.checks.nats).toMatchObject({ ok: true, open: true, warning: expect.stringContaining('docs/nats-account.conf') });
   expect(await metric('mesh_nats_open')).toBe(1);
+  expect(lines.filter((l) => String(l.msg).includes('auth_required false'))).toHaveLength(1);
 });
