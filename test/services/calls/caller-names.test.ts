@@ -40,7 +40,7 @@ test("a JWT's sub acting through callVerb is the hand-act's actor and the inner 
   expect(await actsOf('names-forwarded', env.controller)).not.toContainEqual(expect.objectContaining({ actor: env.controller }));
 });
 
-test('a sub of any printable characters, spaces at its ends included, keeps its name through HTTP, graphql-ws and callVerb', async () => {
+test('a sub of any printable characters, spaces at its ends included, keeps its name through HTTP, graphql-ws, SSE and callVerb', async () => {
   const sub = ' Ådá Lovelace (ops) ';
   const http = (
     await gw.gql(
@@ -63,6 +63,14 @@ test('a sub of any printable characters, spaces at its ends included, keeps its 
   } finally {
     await client.dispose();
   }
+  // SSE: Yoga answers a POST with Accept: text/event-stream as a stream of `data:` events.
+  const sse = await fetch(gw.url, {
+    method: 'POST',
+    headers: { ...(await bearer(sub)), 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ query: 'mutation { recordHandAct(act: "names-sse", why: "by hand") { ... on MutationRecordHandActSuccess { data { actor } } } }' }),
+  });
+  const event = (await sse.text()).split('\n').find((line) => line.startsWith('data: {'));
+  expect(JSON.parse(event!.slice(6)).data.recordHandAct.data.actor).toBe(sub);
   const forwarded = (
     await gw.gql(
       `mutation { callVerb(seat: "${env.controller}", verb: "recordHandAct", args: { act: "names-callverb", why: "by hand" }) {
