@@ -69,11 +69,16 @@ export interface ControllerVerb<D, A extends ArgSpecs, R> {
   /** A forwarding verb (callVerb) records its own call, under the seat it calls; the dispatcher records none. */
   readonly recordsItsOwnCall?: boolean;
   /**
-   * An acting verb whose act commits in its own transactions and then sends on NATS (a plan's
-   * applies, a consumer's reset): it cannot run inside the dispatcher's transaction, so its hand-act
-   * and its call's end are written to the outbox just after its act, not with it.
+   * An acting verb whose act commits in its own transaction and then sends on NATS (a plan's
+   * applies): it cannot run inside the dispatcher's transaction, so it writes its hand-act and its
+   * call's end (`mesh.outbox.endCall`) in its own, just before it commits: they commit together.
    */
   readonly commitsItsOwnAct?: boolean;
+  /**
+   * An acting verb whose act is JetStream's, not the store's (resetConsumer): no transaction can
+   * hold both, so its hand-act and its call's end are written to the outbox just after its act.
+   */
+  readonly actsOutsideTheStore?: boolean;
   /** Its answer shows other callers' calls (their arguments and answers): never answered to a caller nobody named. */
   readonly showsOthersCalls?: boolean;
   run(mesh: D, args: ArgsOf<A>, call: VerbCall): Promise<R>;
@@ -86,14 +91,15 @@ export type AnyControllerVerb<D> = ControllerVerb<D, any, unknown>;
 /**
  * A verb that changes the mesh: it takes why, cause and condition besides `args`, and leaves a
  * hand-act. The dispatcher runs it in one transaction with its hand-act and its call's end (the
- * `db` its handler gets is that transaction), unless it `commitsItsOwnAct`.
+ * `db` its handler gets is that transaction), unless it `commitsItsOwnAct` (then its records go in
+ * its own) or `actsOutsideTheStore` (then they are written just after its act).
  */
 export function actingVerb<D, const A extends ArgSpecs, R>(
   name: string,
   scope: 'act' | 'admin',
   args: A,
   run: (mesh: D, args: ArgsOf<A & ActingArgs>, call: VerbCall) => Promise<R>,
-  options: { commitsItsOwnAct?: boolean } = {},
+  options: { commitsItsOwnAct?: boolean; actsOutsideTheStore?: boolean } = {},
 ): ControllerVerb<D, A & ActingArgs, R> {
   return { name, acting: true, scope, args: { ...args, ...ACTING_ARGS }, run, ...options };
 }

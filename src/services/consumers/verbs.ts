@@ -12,6 +12,6 @@ export const resetConsumerVerb = actingVerb(
     await leaveHandAct(mesh, args, call, 'resetConsumer', `${reset.stream}/${reset.consumer}`);
     return reset;
   },
-  // Its act is JetStream's, not the store's: its hand-act is written to the outbox just after it.
-  { commitsItsOwnAct: true },
+  // Its act is JetStream's, not the store's: its hand-act is written to the outbox just after it (docs/calls.md).
+  { actsOutsideTheStore: true },
 );

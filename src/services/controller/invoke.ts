@@ -57,7 +57,8 @@ function refusalOfForwarded(controller: string, invocation: Invocation, args: Re
  * Then judges the arguments against the verb's declaration (unknown, missing or mistyped
  * argument, blank why: counted, not kept, and thrown); writes the call RUNNING (NATS away:
  * Unavailable, nothing done), runs the handler in one transaction with its hand-act and its OK end
- * written to the outbox (hand-acts/outbox.ts), puts them at once, or records FAILED with the error
+ * written to the outbox (hand-acts/outbox.ts) — a verb that commits its own act writes them in its
+ * own transaction through `outbox.endCall` — puts them at once, or records FAILED with the error
  * (and throws it); emits `acted` after an acting verb. A verb that records its own call (callVerb) is run without one here, and a reading
  * verb is not recorded at all: only acting and forwarded calls are kept (the bucket's 1000 / 14
  * days are theirs).
@@ -112,10 +113,20 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
   let result: R;
   let finished: Call;
   try {
-    if (verb.commitsItsOwnAct) {
+    if (verb.commitsItsOwnAct || verb.actsOutsideTheStore) {
+      let endedWithin: Call | undefined;
+      outbox.endCall = async (tx, answer) => {
+        endedWithin = endedOk(started, answer);
+        await writeToOutbox(tx, 'calls', call.id, JSON.stringify(endedWithin));
+      };
       result = await run(mesh.db);
-      finished = endedOk(started, result);
-      await writeToOutbox(mesh.db, 'calls', call.id, JSON.stringify(finished));
+      if (endedWithin) finished = endedWithin;
+      else {
+        // A JetStream act (or a verb that did not end its call in its transaction): its end follows it.
+        if (verb.commitsItsOwnAct) mesh.logger.error({ verb: verb.name, call: call.id }, 'a verb that commits its own act did not end its call in it');
+        finished = endedOk(started, result);
+        await writeToOutbox(mesh.db, 'calls', call.id, JSON.stringify(finished));
+      }
     } else {
       ({ result, finished } = await actTogether(mesh.db, async (tx) => {
         outbox.tx = tx;

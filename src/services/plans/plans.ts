@@ -4,7 +4,7 @@ import { checkName } from '../../kernel/names.js';
 import type { Store } from '../../store/db.js';
 import type { MeshEvents } from '../events.js';
 import type { Catalogue } from '../seats/catalogue.js';
-import { lockSeat, seatByName } from '../seats/seats.js';
+import { type Db, lockSeat, seatByName } from '../seats/seats.js';
 import { newPlanId, type Plan, toPlan } from './plan.js';
 import { announceOpened, openRollouts, publishApplies, type RolloutMesh, releaseQueuedBehind, startTier } from './rollout.js';
 import { checkTierHolders, checkTiers, defaultTiers } from './tiers.js';
@@ -24,6 +24,16 @@ export interface PlansMesh extends RolloutMesh {
 }
 
 /**
+ * Run in a plan act's own transaction just before it commits, with the plan as it commits: an
+ * acting verb writes its hand-act and its call's end to the outbox there (hand-acts/outbox.ts), so
+ * the act and its record commit together, or neither does. What is sent on NATS waits for the commit.
+ */
+export type BeforeCommit = (tx: Db, plan: Plan) => Promise<void>;
+
+/** No hook: a plan changed by the rollout itself, or in a test, leaves no record of its own. */
+export const NOTHING_MORE: BeforeCommit = async () => undefined;
+
+/**
  * Tells the replica what changed, then starts the rollout of each plan that opened — an explicit
  * call, after commit: the first tier's apply is published before the verb answers. A rollout that
  * fails to start is logged by openRollouts; the plan stays OPEN for an operator to see.
@@ -40,8 +50,9 @@ async function announce(mesh: PlansMesh, changed: string[], opened: string[]): P
  * is OPEN at once, its rollout started in the same transaction (the first tier's plan_apply rows),
  * the apply published after commit, and `plan-changed` announced once. Refuses a seat without
  * holders, an unknown machine or plan, a malformed name, a tier machine that does not hold the seat (Conflict).
+ * `beforeCommit` runs in the transaction, last: the verb's records commit with the plan.
  */
-export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan> {
+export async function push(mesh: PlansMesh, request: PushRequest, beforeCommit: BeforeCommit = NOTHING_MORE): Promise<Plan> {
   checkName(request.seat, 'seat');
   checkName(request.build, 'build');
   if (request.behind != null) checkName(request.behind, 'behind');
@@ -75,10 +86,15 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    if (!open) return { plan: toPlan(row), apply: undefined, opened: [] };
+    if (!open) {
+      const queued = toPlan(row);
+      await beforeCommit(tx, queued);
+      return { plan: queued, apply: undefined, opened: [] };
+    }
     const started = await startTier(tx, { id: row.id, build: row.build, tiers }, 0, new Date());
-    const current = await tx.selectFrom('plan').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
-    return { plan: toPlan(current), ...started };
+    const current = toPlan(await tx.selectFrom('plan').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow());
+    await beforeCommit(tx, current);
+    return { plan: current, ...started };
   });
   if (apply) publishApplies(mesh, [apply]);
   mesh.events.emit('plan-changed', plan.id);
@@ -89,7 +105,7 @@ export async function push(mesh: PlansMesh, request: PushRequest): Promise<Plan>
 }
 
 /** Halts an OPEN plan (STOPPED), keeping `why` as its stopReason; Conflict for a plan in any other state. */
-export async function stopPlan(mesh: PlansMesh, id: string, why: string): Promise<Plan> {
+export async function stopPlan(mesh: PlansMesh, id: string, why: string, beforeCommit: BeforeCommit = NOTHING_MORE): Promise<Plan> {
   checkName(id, 'id');
   const plan = await mesh.db.transaction().execute(async (tx) => {
     const current = await tx.selectFrom('plan').select('state').where('id', '=', id).forUpdate().executeTakeFirst();
@@ -101,7 +117,9 @@ export async function stopPlan(mesh: PlansMesh, id: string, why: string): Promis
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    return toPlan(row);
+    const stopped = toPlan(row);
+    await beforeCommit(tx, stopped);
+    return stopped;
   });
   await announce(mesh, [plan.id], []);
   return plan;
@@ -111,7 +129,7 @@ export async function stopPlan(mesh: PlansMesh, id: string, why: string): Promis
  * Ends a plan in any state but CLOSED (CLOSED), and opens every plan QUEUED behind it, in one
  * transaction. Conflict when it is already closed.
  */
-export async function closePlan(mesh: PlansMesh, id: string): Promise<Plan> {
+export async function closePlan(mesh: PlansMesh, id: string, beforeCommit: BeforeCommit = NOTHING_MORE): Promise<Plan> {
   checkName(id, 'id');
   const { plan, opened } = await mesh.db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('plan').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
@@ -123,7 +141,10 @@ export async function closePlan(mesh: PlansMesh, id: string): Promise<Plan> {
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    return { plan: toPlan(closed), opened: await releaseQueuedBehind(tx, id) };
+    const opened = await releaseQueuedBehind(tx, id);
+    const plan = toPlan(closed);
+    await beforeCommit(tx, plan);
+    return { plan, opened };
   });
   await announce(mesh, [plan.id, ...opened], opened);
   return plan;

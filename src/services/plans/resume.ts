@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import { byName, checkName } from '../../kernel/names.js';
 import { type Plan, readTiers, toPlan } from './plan.js';
-import type { PlansMesh } from './plans.js';
+import { type BeforeCommit, NOTHING_MORE, type PlansMesh } from './plans.js';
 import { type ApplyMessage, announceOpened, openRollouts, publishApplies, startTier } from './rollout.js';
 
 /**
@@ -11,9 +11,10 @@ import { type ApplyMessage, announceOpened, openRollouts, publishApplies, startT
  * reset, sent now, reported/ok/detail cleared — and the plan is OPEN again, its stopReason cleared.
  * A tier with nothing to retry and nothing waiting (stopped by hand after every machine reported
  * ok) starts the next tier at once. After commit the apply names only the machines retried; a
- * plan stopped before its rollout began starts it.
+ * plan stopped before its rollout began starts it. `beforeCommit` runs in the transaction, last
+ * (the verb's hand-act and call's end: plans.ts BeforeCommit).
  */
-export async function resumePlan(mesh: PlansMesh, id: string): Promise<Plan> {
+export async function resumePlan(mesh: PlansMesh, id: string, beforeCommit: BeforeCommit = NOTHING_MORE): Promise<Plan> {
   checkName(id, 'id');
   const { plan, apply, opened, begin } = await mesh.db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('plan').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
@@ -45,6 +46,7 @@ export async function resumePlan(mesh: PlansMesh, id: string): Promise<Plan> {
       }
     }
     const plan = toPlan(await tx.selectFrom('plan').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
+    await beforeCommit(tx, plan);
     return { plan, apply, opened, begin: !row.tier_started_at };
   });
   if (apply) publishApplies(mesh, [apply]);
