@@ -57,7 +57,7 @@ export const foreignHostMessage = (host: string | undefined) =>
  * Host that parses. Yoga builds `http://<Host><target>` and threw Invalid URL (a 500 with its stack)
  * on a Host such as `localhost:99999` or `[::1`, or an absolute-form target (`http://evil/graphql`).
  */
-export function isReadableTarget(request: Pick<IncomingMessage, 'url' | 'headers'>): boolean {
+function isReadableTarget(request: Pick<IncomingMessage, 'url' | 'headers'>): boolean {
   const target = request.url ?? '';
   if (!target.startsWith('/')) return false;
   try {

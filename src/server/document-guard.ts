@@ -181,7 +181,7 @@ function unreadableSearchParam(url: string): string {
  * its largest page (NAME_PAGE_MAX; past that, read the `…Connection` fields); a link between
  * seats and machines as a handful.
  */
-export const LIST_SIZES: Readonly<Record<string, number>> = {
+const LIST_SIZES: Readonly<Record<string, number>> = {
   'Query.machines': NAME_PAGE_MAX,
   'Query.holdings': NAME_PAGE_MAX,
   'Query.seats': 100,
@@ -196,7 +196,7 @@ export const LIST_SIZES: Readonly<Record<string, number>> = {
   'Machine.holdings': 10,
 };
 /** Items estimated for a list of objects LIST_SIZES does not name. */
-export const LIST_SIZE_DEFAULT = 10;
+const LIST_SIZE_DEFAULT = 10;
 
 /** Items a paged list answers when neither `first` nor `last` is given, by field. */
 const PAGE_DEFAULTS: Readonly<Record<string, number>> = {
@@ -210,7 +210,7 @@ const PAGE_DEFAULTS: Readonly<Record<string, number>> = {
  * INVALID naming the argument, not priced. A list with a smaller maximum (calls, hand-acts)
  * refuses past it when read, also as INVALID.
  */
-export const PAGE_ARGUMENT_MAX = NAME_PAGE_MAX;
+const PAGE_ARGUMENT_MAX = NAME_PAGE_MAX;
 
 /**
  * A composition (`Status`, a delta and their items) is made once and kept; a read copies it, and

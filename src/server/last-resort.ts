@@ -7,7 +7,7 @@ import type { WebSocketServer } from 'ws';
  * rejected with nobody waiting (`rejection`), an `error` event of the HTTP server, the WebSocket
  * server or a socket, or a throw out of the request listener (`request`, answered 500).
  */
-export const ESCAPE_PLACES = ['exception', 'rejection', 'http-server', 'ws-server', 'socket', 'request'] as const;
+const ESCAPE_PLACES = ['exception', 'rejection', 'http-server', 'ws-server', 'socket', 'request'] as const;
 export type EscapePlace = (typeof ESCAPE_PLACES)[number];
 
 /** Per process, as the process handlers are: every gateway of a test process shares them. */

@@ -22,7 +22,7 @@ export interface LiveCaps {
 }
 
 /** One open live connection as the registry judges it: its caller, its credentials, and how it is ended. */
-export interface LiveDoor {
+interface LiveDoor {
   /** `WebSocket` or `SSE stream`/`multipart stream`, for the log. */
   kind: string;
   caller: Caller;

@@ -10,7 +10,7 @@ export interface Caller {
 }
 
 /** A caller's name is stored in calls and hand-acts as it is: at most this many characters. */
-export const CALLER_NAME_MAX = 200;
+const CALLER_NAME_MAX = 200;
 
 /** What the caller-name rule says, for messages that refuse one. */
 export const CALLER_NAME_RULE = `1 to ${CALLER_NAME_MAX} printable characters`;

@@ -14,7 +14,7 @@ export const FORWARD_PROOF_WINDOW_MS = 30_000;
  * wire is taken once. At most this many: past it (over 3,000 forwarded calls a second to one
  * replica) a forwarded call is refused, never one remembered forgotten.
  */
-export const FORWARD_SEEN_MAX = 100_000;
+const FORWARD_SEEN_MAX = 100_000;
 
 /** The original caller, URI-encoded (a JWT's `sub` may hold any printable character, NATS headers only a line). */
 export const CALLER_HEADER = 'Mesh-Caller';
@@ -23,11 +23,11 @@ export const OUTER_CALL_HEADER = 'Mesh-Outer-Call';
 /** The original caller's scopes, comma-separated: the inner call runs with them, never with the controller's. */
 export const SCOPES_HEADER = 'Mesh-Scopes';
 /** The id of the replica key that made the proof. */
-export const FORWARD_KEY_HEADER = 'Mesh-Forward-Key';
+const FORWARD_KEY_HEADER = 'Mesh-Forward-Key';
 /** When the proof was made, in epoch ms, on the forwarding replica's clock. */
-export const FORWARD_AT_HEADER = 'Mesh-Forward-At';
+const FORWARD_AT_HEADER = 'Mesh-Forward-At';
 /** The proof: HMAC-SHA256, base64url, under the replica key, of the subject, the headers above and the body. */
-export const FORWARD_PROOF_HEADER = 'Mesh-Forward-Proof';
+const FORWARD_PROOF_HEADER = 'Mesh-Forward-Proof';
 
 /** Bumped when what the proof covers changes: a proof of one version never verifies as another. */
 const PROOF_VERSION = Buffer.from('mesh-forward-v1\n');
@@ -63,7 +63,7 @@ export function proveForwarded(keys: Pick<ReplicaKeys, 'current' | 'sign'>, h: M
 }
 
 /** A forwarded call whose proof holds, or why it does not. */
-export type ProofVerdict = { ok: true; forwarded: Forwarded } | { ok: false; why: string };
+type ProofVerdict = { ok: true; forwarded: Forwarded } | { ok: false; why: string };
 
 /** The checker of forwarded calls on one replica: the keys, and the outer calls taken within the window. */
 export interface ForwardedCheck {

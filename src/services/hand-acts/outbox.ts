@@ -18,20 +18,20 @@ import type { RecordBucket } from './outbox-write.js';
  */
 
 /** A replica's relay looks for rows to relay this often (and at once after each act it commits). */
-export const RELAY_EVERY_MS = 1_000;
+const RELAY_EVERY_MS = 1_000;
 /**
  * A claimed row is this replica's to relay for this long: a replica killed mid-relay frees its rows
  * when it lapses, and another relays them. Longer than one put's time-out (5 s) so a live relay
  * never loses its claim mid-put.
  */
-export const RELAY_CLAIM_MS = 10_000;
+const RELAY_CLAIM_MS = 10_000;
 /** Rows claimed at once by one pass of a relay. */
-export const RELAY_BATCH = 100;
+const RELAY_BATCH = 100;
 /**
  * An act that committed waits at most this long for its own records' put before it answers: with
  * NATS away it answers its success, and the relay puts them when NATS is back.
  */
-export const DELIVER_WAIT_MS = 1_500;
+const DELIVER_WAIT_MS = 1_500;
 
 /** What relaying needs: the store, the two buckets, this replica's views of them, a logger. */
 export interface OutboxMesh {
@@ -124,7 +124,7 @@ async function putHandAct(mesh: OutboxMesh, row: OutboxRow): Promise<void> {
  * each, and deletes those put. Stops at the first put that fails (NATS away) and frees the rest, so
  * the next pass tries again. Answers how many were put.
  */
-export async function relayRecords(mesh: OutboxMesh, ids?: readonly string[]): Promise<number> {
+async function relayRecords(mesh: OutboxMesh, ids?: readonly string[]): Promise<number> {
   const only = ids ? sql`and id = any(${[...ids]}::text[])` : sql``;
   const claimed = await sql<OutboxRow>`
     update record_outbox set claimed_until = now() + ${`${RELAY_CLAIM_MS} milliseconds`}::interval

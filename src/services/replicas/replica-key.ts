@@ -3,15 +3,15 @@ import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 
 /** A replica key is this many random bytes: HMAC-SHA256's own block of strength. */
-export const REPLICA_KEY_BYTES = 32;
+const REPLICA_KEY_BYTES = 32;
 /** Each replica reads the keys from the store this often (and, in the background, on a key id it does not know). */
-export const REPLICA_KEY_RELOAD_MS = 30_000;
+const REPLICA_KEY_RELOAD_MS = 30_000;
 /**
  * A rotated key is announced this long before it signs: every replica reads the keys at least once
  * in between (REPLICA_KEY_RELOAD_MS and a margin), so none meets a message sealed with a key it has
  * never read.
  */
-export const REPLICA_KEY_ACTIVATE_MS = REPLICA_KEY_RELOAD_MS + 15_000;
+const REPLICA_KEY_ACTIVATE_MS = REPLICA_KEY_RELOAD_MS + 15_000;
 /**
  * Once a new key signs, the key before stays valid this long: a message sealed just before and
  * read late (a replica behind the stream, a stream read back) is still believed; nothing older is.
@@ -30,14 +30,14 @@ interface ReplicaKeyRow {
 }
 
 /** One key: its id (sent beside every MAC, so a reader knows which key to check with), its secret, and since when it signs. */
-export interface ReplicaKey {
+interface ReplicaKey {
   id: number;
   secret: Buffer;
   activeAt: number;
 }
 
 /** A MAC and the id of the key that made it. */
-export interface Signature {
+interface Signature {
   keyId: number;
   mac: Buffer;
 }
@@ -80,7 +80,7 @@ async function readKeys(db: AnyStore): Promise<ReplicaKey[]> {
 }
 
 /** Makes the first key when the store has none, signing at once; of replicas starting together, the first insert wins and the others read it. */
-export async function ensureReplicaKey(db: AnyStore): Promise<void> {
+async function ensureReplicaKey(db: AnyStore): Promise<void> {
   await sql`insert into replica_key (id, secret) values (1, ${randomBytes(REPLICA_KEY_BYTES)}) on conflict (id) do nothing`.execute(db);
 }
 

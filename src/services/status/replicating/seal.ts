@@ -5,7 +5,7 @@ import type { ReplicaKeys } from '../../replicas/replica-key.js';
 import { KEY_HEADER, REPLICA_HEADER, SEAL_HEADER, STATUS_REFUSALS, type StatusRefusal, type StatusSealing, sealedBytes, TERM_HEADER } from './wire.js';
 
 /** A kind of refused status message is logged at most once this often (with how many since), so a flood is seen, not echoed. */
-export const STATUS_REFUSAL_LOG_EVERY_MS = 60_000;
+const STATUS_REFUSAL_LOG_EVERY_MS = 60_000;
 /** The serving lease is read from the bucket (when the view does not name a sealed message's publisher) at most this often. */
 const HOLDER_READ_MIN_MS = 250;
 
@@ -30,7 +30,7 @@ export interface StatusSeal extends StatusSealing {
 }
 
 /** This replica cannot seal: it does not serve (its lease lost while it published). */
-export class NotServing extends Error {
+class NotServing extends Error {
   constructor(replica: string) {
     super(`replica ${replica} does not hold the serving lease: it seals no status message`);
     this.name = 'NotServing';
