@@ -34,6 +34,19 @@ export type BeforeCommit = (tx: Db, plan: Plan) => Promise<void>;
 export const NOTHING_MORE: BeforeCommit = async () => undefined;
 
 /**
+ * What follows a plan act's commit (its applies sent, the replica told) cannot undo it: a failure
+ * there is logged, never thrown, so the verb answers the act it did, as its record committed with
+ * it says. An apply not sent is sent again by the resend (resends.ts) or the time-out.
+ */
+export async function afterCommit(mesh: PlansMesh, plan: string, steps: () => Promise<void>): Promise<void> {
+  try {
+    await steps();
+  } catch (err) {
+    mesh.logger.error({ err, plan }, 'a plan act committed, and what follows it failed: the act stands');
+  }
+}
+
+/**
  * Tells the replica what changed, then starts the rollout of each plan that opened — an explicit
  * call, after commit: the first tier's apply is published before the verb answers. A rollout that
  * fails to start is logged by openRollouts; the plan stays OPEN for an operator to see.
@@ -96,11 +109,13 @@ export async function push(mesh: PlansMesh, request: PushRequest, beforeCommit: 
     await beforeCommit(tx, current);
     return { plan: current, ...started };
   });
-  if (apply) publishApplies(mesh, [apply]);
-  mesh.events.emit('plan-changed', plan.id);
-  if (plan.state !== 'QUEUED') mesh.events.emit('plan-opened', plan.id);
-  // A plan whose every tier is empty is DONE at once: what it released opens (none yet, behind a new plan).
-  await announceOpened(mesh, opened);
+  await afterCommit(mesh, plan.id, async () => {
+    if (apply) publishApplies(mesh, [apply]);
+    mesh.events.emit('plan-changed', plan.id);
+    if (plan.state !== 'QUEUED') mesh.events.emit('plan-opened', plan.id);
+    // A plan whose every tier is empty is DONE at once: what it released opens (none yet, behind a new plan).
+    await announceOpened(mesh, opened);
+  });
   return plan;
 }
 
@@ -121,7 +136,7 @@ export async function stopPlan(mesh: PlansMesh, id: string, why: string, beforeC
     await beforeCommit(tx, stopped);
     return stopped;
   });
-  await announce(mesh, [plan.id], []);
+  await afterCommit(mesh, plan.id, () => announce(mesh, [plan.id], []));
   return plan;
 }
 
@@ -146,6 +161,6 @@ export async function closePlan(mesh: PlansMesh, id: string, beforeCommit: Befor
     await beforeCommit(tx, plan);
     return { plan, opened };
   });
-  await announce(mesh, [plan.id, ...opened], opened);
+  await afterCommit(mesh, plan.id, () => announce(mesh, [plan.id, ...opened], opened));
   return plan;
 }

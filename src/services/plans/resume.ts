@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import { byName, checkName } from '../../kernel/names.js';
 import { type Plan, readTiers, toPlan } from './plan.js';
-import { type BeforeCommit, NOTHING_MORE, type PlansMesh } from './plans.js';
+import { afterCommit, type BeforeCommit, NOTHING_MORE, type PlansMesh } from './plans.js';
 import { type ApplyMessage, announceOpened, openRollouts, publishApplies, startTier } from './rollout.js';
 
 /**
@@ -49,9 +49,11 @@ export async function resumePlan(mesh: PlansMesh, id: string, beforeCommit: Befo
     await beforeCommit(tx, plan);
     return { plan, apply, opened, begin: !row.tier_started_at };
   });
-  if (apply) publishApplies(mesh, [apply]);
-  mesh.events.emit('plan-changed', id);
-  if (begin) await openRollouts(mesh, [id]);
-  await announceOpened(mesh, opened);
+  await afterCommit(mesh, id, async () => {
+    if (apply) publishApplies(mesh, [apply]);
+    mesh.events.emit('plan-changed', id);
+    if (begin) await openRollouts(mesh, [id]);
+    await announceOpened(mesh, opened);
+  });
   return plan;
 }

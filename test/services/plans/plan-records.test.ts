@@ -87,3 +87,21 @@ test("a plan verb's call ends OK with the plan as it committed, and its hand-act
   await expect.poll(async () => (await callOf())?.state, { timeout: 10_000 }).toBe('OK');
   expect(JSON.parse((await callOf()).answer)).toMatchObject({ id: plan.id, state: 'OPEN' });
 });
+
+test('a push whose apply cannot be sent after its commit answers pushed, as its record says, and the plan stands', async () => {
+  const nc = gw.mesh.bus.nc;
+  const publish = nc.publish.bind(nc);
+  nc.publish = (subject: string, ...rest: Parameters<typeof nc.publish> extends [string, ...infer R] ? R : never) => {
+    if (subject.endsWith('.apply')) throw new Error('the connection closed (test)');
+    return publish(subject, ...rest);
+  };
+  let pushed: { __typename: string; data?: { id: string } };
+  try {
+    pushed = await mutate('push', `seat: "${seat}", build: "b-4", why: "roll b-4"`);
+  } finally {
+    nc.publish = publish;
+  }
+  expect(pushed.__typename).toBe('MutationPushSuccess');
+  expect(await plansOf(seat)).toEqual([{ id: pushed.data!.id, state: 'OPEN' }]);
+  await expect.poll(() => handActsOn(pushed.data!.id), { timeout: 10_000 }).toEqual(['push']);
+});
