@@ -206,6 +206,14 @@ export interface HeartbeatRecorded {
 }
 
 /**
+ * The seats a beat's module claims: its own entry only. A module named like a property every
+ * object has (`constructor`, `toString`) read `Object.prototype`'s, a function, written as a null
+ * the store refused: the whole beat was dropped as poison (found by the fuzzer).
+ */
+const claimsOf = (beat: Heartbeat, module: string): readonly string[] =>
+  beat.claims && Object.hasOwn(beat.claims, module) ? (beat.claims[module] ?? []) : [];
+
+/**
  * Records heartbeats in one transaction: upserts each machine (site, last heard, count) and its
  * assignments (the modules listed run, with their claims; those not listed stop running).
  * Several beats of one machine in a batch count each, and the latest one's modules stand. A beat
@@ -264,7 +272,7 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
         insert into assignment (machine, module, running, claims, since, heard_at)
         select machine, module, true, claims::jsonb, at, at
           from unnest(${machinesOf}::text[], ${modulesOf}::text[],
-                      ${assignments.map((a) => JSON.stringify(a.r.claims?.[a.module] ?? []))}::text[],
+                      ${assignments.map((a) => JSON.stringify(claimsOf(a.r, a.module)))}::text[],
                       ${assignments.map((a) => a.r.at.toISOString())}::timestamptz[]) as u(machine, module, claims, at)
         on conflict (machine, module) do update set
           running = true,

@@ -96,3 +96,13 @@ test('a beat whose agent dates it before the last one heard is still news: it is
   expect(await running('behind-clock')).toEqual(['agent', 'web']);
   expect(new Date((await machineRow('behind-clock')).last_heard_at).getTime()).toBe(t);
 });
+
+test('a machine running modules named like every object’s properties (constructor, toString) is recorded with their claims', async () => {
+  agent.heartbeat(env.subjects, 'proto-named', { site: 'eu-1', modules: ['constructor', 'toString', 'broker'], claims: { broker: ['registry'] } });
+  const machine = await eventually(async () => {
+    const { data } = await gw.gql('{ machines { name modules } }');
+    return (data?.machines as { name: string; modules: string[] }[] | undefined)?.find((m) => m.name === 'proto-named');
+  }, 'the machine recorded');
+  expect(machine.modules).toEqual(['broker', 'constructor', 'toString']);
+  expect(gw.news.stats.poison).toBe(0);
+});
