@@ -210,8 +210,7 @@ export interface HeartbeatRecorded {
  * object has (`constructor`, `toString`) read `Object.prototype`'s, a function, written as a null
  * the store refused: the whole beat was dropped as poison (found by the fuzzer).
  */
-const claimsOf = (beat: Heartbeat, module: string): readonly string[] =>
-  beat.claims && Object.hasOwn(beat.claims, module) ? (beat.claims[module] ?? []) : [];
+const claimsOf = (beat: Heartbeat, module: string): readonly string[] => (beat.claims && Object.hasOwn(beat.claims, module) ? (beat.claims[module] ?? []) : []);
 
 /**
  * Records heartbeats in one transaction: upserts each machine (site, last heard, count) and its
