@@ -83,7 +83,12 @@ export function statusSeal(link: StatusSealLink): StatusSeal {
       if (!(await link.keys.verify(keyId, mac, sealedBytes(h, data)))) return 'forged';
       if (term < highestTerm) return 'stale-term';
       const holds = (holder: ServingHolder | undefined) => holder?.replica === replica && holder.term === term;
-      if (!holds(await link.leases.servingHolder()) && !holds(await freshHolder())) return 'not-serving';
+      // A sealed message of a term before the serving one is a past holder's, read from the stream's
+      // history (a replica restarted, or one that took over): only a replica could seal it, and
+      // stale-term keeps a past holder from being taken after the serving one was.
+      const serving = await link.leases.servingHolder();
+      const past = serving !== undefined && term < serving.term;
+      if (!past && !holds(serving) && !holds(await freshHolder())) return 'not-serving';
       highestTerm = term;
       return undefined;
     },
