@@ -42,13 +42,13 @@ test('with the store stopped the gateway stays up: reads and mutations answer UN
   expect(read.errors?.[0]).toMatchObject({ message: 'the store is unavailable', extensions: { code: 'UNAVAILABLE' } });
 
   const act = await gw.gql(`mutation { forgetMachine(machine: "out-1", why: "testing an outage") { __typename } }`);
-  expect(act.errors?.[0]).toMatchObject({ message: 'the store is unavailable', extensions: { code: 'UNAVAILABLE' } });
+  expect(act.errors?.[0]).toMatchObject({ message: 'the store is unavailable: nothing was done', extensions: { code: 'UNAVAILABLE' } });
   // The call is kept (on the bus), as failed for that reason, not as an internal error.
   const failed = await eventually(
     async () => (await gw.gql(`{ calls(verb: "forgetMachine") { edges { node { state errorCode error } } } }`)).data?.calls.edges[0]?.node,
     'the call',
   );
-  expect(failed).toMatchObject({ state: 'FAILED', errorCode: 'UNAVAILABLE', error: 'the store is unavailable' });
+  expect(failed).toMatchObject({ state: 'FAILED', errorCode: 'UNAVAILABLE', error: 'the store is unavailable: nothing was done' });
 
   // News keeps coming and the minute goes by; the status keeps answering from memory.
   // The marker: the gateway tried to write the news and handed it back to the stream (logged).
