@@ -151,7 +151,7 @@ export async function invokeVerb<D, A extends ArgSpecs, R>(mesh: D & DispatchMes
 }
 
 /** What a caller is told when NATS cannot take a call's record. */
-export const BUS_UNAVAILABLE_MESSAGE = 'NATS is unavailable';
+const BUS_UNAVAILABLE_MESSAGE = 'NATS is unavailable';
 
 /**
  * An act that failed because the store or NATS was away is said so (Unavailable, naming which):
