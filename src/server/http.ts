@@ -19,7 +19,7 @@ import { accessLog } from './access-log.js';
 import { foreignHostMessage, isAllowedOrigin, isLoopbackHost, refuseForeignHost, refuseUnreadableTarget, useCsrfPrevention } from './browser-guards.js';
 import { useCompiledExecution } from './compiled-execution.js';
 import { dashboardFiles } from './dashboard.js';
-import { useDocumentNestingLimit, useNulRefusal, useParamsGuard, useQueryCost } from './document-guard.js';
+import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
 import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
 import { meshHealth } from './health.js';
@@ -28,6 +28,7 @@ import { asksForStream, type LiveStreams, liveDoors, liveStreams } from './live-
 import { createMetrics, type MetricSources, type Metrics } from './metrics.js';
 import { operationMetrics } from './operation-metrics.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
+import { useQueryCost } from './query-cost.js';
 import { OperationRate, useOperationRate } from './rate-limit.js';
 import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
