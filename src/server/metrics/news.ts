@@ -1,0 +1,25 @@
+import type { Registry } from 'prom-client';
+import type { Mesh } from '../../services/mesh.js';
+import type { NewsIngest } from '../../services/news/ingest.js';
+import { readCounter, readGauge } from './read.js';
+
+/** The news: how far behind its writing is (the instant states are judged at) and what the ingest counted. */
+export function newsMetrics(registry: Registry, mesh: Pick<Mesh, 'hearing'>, news: NewsIngest['stats'] | undefined): void {
+  readGauge(
+    registry,
+    'mesh_news_lag_seconds',
+    "How far the oldest news not yet written is behind this replica's clock; 0 when caught up. States are judged at the instant written up to (docs/status.md).",
+    () => mesh.hearing.lagMs() / 1000,
+  );
+  readGauge(
+    registry,
+    'mesh_news_pending',
+    'News messages stored in the news stream and not yet written: not yet delivered, or delivered and not acknowledged.',
+    () => mesh.hearing.current().pending,
+  );
+  readCounter(registry, 'mesh_news_received_total', 'News messages received from the stream.', () => news?.received);
+  readCounter(registry, 'mesh_news_ingested_total', 'News messages written to the store.', () => news?.ingested);
+  readCounter(registry, 'mesh_news_malformed_total', 'News messages refused by the wire contract (acknowledged, dropped).', () => news?.malformed);
+  readCounter(registry, 'mesh_news_dropped_total', 'Valid news the store refused alone (poison: found by splitting its batch, dropped).', () => news?.poison);
+  readCounter(registry, 'mesh_news_redelivered_total', 'News handed back unwritten while the store was away (delivered again).', () => news?.redelivered);
+}
