@@ -24,7 +24,7 @@ import * as durations from '../src/services/durations/durations.js';
 import * as handActs from '../src/services/hand-acts/hand-acts.js';
 import * as machines from '../src/services/machines/machines.js';
 import * as hearing from '../src/services/news/hearing.js';
-import * as ingest from '../src/services/news/ingest.js';
+import * as ingest from '../src/services/news/limits.js';
 import * as malformedLog from '../src/services/news/malformed-log.js';
 import * as wire from '../src/services/news/wire.js';
 import * as plan from '../src/services/plans/plan.js';

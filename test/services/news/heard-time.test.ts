@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { Heartbeat } from '../../../src/services/machines/machines.js';
-import { ingestBatch } from '../../../src/services/news/ingest.js';
+import { ingestBatch } from '../../../src/services/news/batch.js';
 import { judgeNews } from '../../../src/services/news/wire.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';

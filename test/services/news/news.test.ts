@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { ingestBatch } from '../../../src/services/news/ingest.js';
+import { ingestBatch } from '../../../src/services/news/batch.js';
 import { judgeNews } from '../../../src/services/news/wire.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually } from '../../fixtures/live.js';

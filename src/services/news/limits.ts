@@ -1,0 +1,27 @@
+/** How long news is collected before it is written: a few ms, so one transaction carries many beats. */
+export const NEWS_BATCH_MS = 5;
+/**
+ * A batch holds at most this many messages. Beats of one machine in a batch are written as one
+ * row, so under a high rate a larger batch costs the store no more than the mesh has machines;
+ * the writes are still cut into transactions of HEARTBEAT_CHUNK_PAIRS.
+ */
+export const NEWS_BATCH_MAX = 100_000;
+/** News waiting to be written is bounded: at this many, no more is pulled from the stream until a batch is written. */
+export const NEWS_PENDING_MAX = 200_000;
+/**
+ * A replica holds (pulled and not yet written) at most about this long of the news it writes: what
+ * it cannot write in that time stays in the stream, where another replica can pull it, and a
+ * replica that dies or freezes holds back no more than this of the mesh (docs/status.md).
+ */
+export const NEWS_HELD_MS = 1_000;
+/** ...but never fewer than this many messages, so a quiet start is not throttled. */
+export const NEWS_HELD_MIN = 1_000;
+/** One pull from the news stream asks for at most this many messages (the fetch size measured when the stack was chosen; docs/status.md, "The consumer"). */
+export const NEWS_FETCH_MAX = 10_000;
+/** After a pull failed (NATS restarting, the consumer being re-created) the next is tried this much later. */
+export const NEWS_PULL_RETRY_MS = 1_000;
+/**
+ * Heartbeats go to the store in transactions of at most this many (machine, module) pairs, so the
+ * row locks one transaction holds are released within a few hundred milliseconds.
+ */
+export const HEARTBEAT_CHUNK_PAIRS = 5_000;
