@@ -1,9 +1,10 @@
-import { readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type InlineConfig } from 'vite';
 import { GATEWAY_BUILD } from './fixtures/child.js';
+import { TEST_BUILD } from './fixtures/test-build.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
@@ -84,14 +85,36 @@ export async function bundleGateway(entry: string, outDir: string): Promise<stri
   return join(outDir, `${BUNDLE_ENTRY}.js`);
 }
 
+/** Whether a process of this id is running (a run's folder is named after vitest's main process). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The folders of runs that ended without their teardown (killed, interrupted): their vitest process is gone. */
+function removeDeadRuns(): void {
+  const runs = dirname(TEST_BUILD);
+  if (!existsSync(runs)) return;
+  for (const run of readdirSync(runs)) {
+    if (!alive(Number(run))) rmSync(join(runs, run), { recursive: true, force: true });
+  }
+}
+
 /**
  * vitest's global setup: bundles the gateway (src/main.ts) into GATEWAY_BUILD at every run (about
  * a second and a half), so that the child gateways the tests start (a few dozen; sigkill alone
  * restarts ten) run the source as it is now, without tsx and without loading a thousand modules of
- * packages at each start.
+ * packages at each start. The run's folder (TEST_BUILD, meshctl's bundle beside) is its own and
+ * is removed after it.
  */
-export default async function setup(): Promise<void> {
+export default async function setup(): Promise<() => void> {
+  removeDeadRuns();
   await bundleGateway(join(ROOT, 'src/main.ts'), GATEWAY_BUILD);
   // The gateway serves dist/dashboard (test/build-dashboard.ts builds it) from beside its sources.
   symlinkSync(join(ROOT, 'dist/dashboard'), join(GATEWAY_BUILD, 'dashboard'), 'dir');
+  return () => rmSync(TEST_BUILD, { recursive: true, force: true });
 }

@@ -7,7 +7,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
  * vitest's global setup: bundles meshctl (src/cli/main.ts, its packages left as imports) into
- * MESHCTL_BUNDLE at every run, so the CLI tests run the source as it is now without loading tsx
+ * MESHCTL_BUNDLE (in the run's own folder, test/fixtures/test-build.ts) at every run, so the CLI tests run the source as it is now without loading tsx
  * at each of their hundred-odd runs (a second and more of CPU each).
  */
 export default async function setup(): Promise<void> {

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import fc from 'fast-check';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { GATEWAY_BUNDLE } from '../fixtures/child.js';
 import { aTokensFile, testEnv } from '../fixtures/services.js';
 import { DOORS, type Door, type FailureKind, type Target, type Verdict } from './doors.js';
 
@@ -18,8 +19,6 @@ const DOORS_BY_NAME = new Map(DOORS.map((d) => [d.name, d]));
 // no crash, /health answered throughout, no INTERNAL, no 5xx, resident memory under a bound.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** The gateway as the tests run it (test/build-gateway.ts bundles it). */
-const TEST_GATEWAY = join(ROOT, 'dist/test/gateway/src/bundle/main.js');
 /** How often the child's /health is asked, and how long an answer is awaited before it counts as unanswered. */
 const HEALTH_EVERY_MS = 500;
 const HEALTH_WAIT_MS = 10_000;
@@ -254,7 +253,7 @@ const signature = (door: string, kind: string, detail: string) => `${door}|${kin
  */
 export async function fuzzGateway(kind: GatewayKind, options: FuzzOptions): Promise<FuzzReport> {
   const log = options.log ?? (() => undefined);
-  const entry = options.entry ?? TEST_GATEWAY;
+  const entry = options.entry ?? GATEWAY_BUNDLE;
   const rssBound = options.rssBoundMb ?? RSS_BOUND_MB;
   const made = await testEnv(`fz_${kind}`);
   const dir = mkdtempSync(join(tmpdir(), 'mesh-fuzz-'));
@@ -450,7 +449,7 @@ async function shrink(door: Door<unknown>, target: Target, failure: Failure): Pr
 export async function replayOn(
   kind: GatewayKind,
   inputs: { door: Door<unknown>; input: unknown }[],
-  entry = TEST_GATEWAY,
+  entry = GATEWAY_BUNDLE,
 ): Promise<{ verdict: Verdict; alive: boolean }[]> {
   const made = await testEnv(`fz_${kind}`);
   const dir = mkdtempSync(join(tmpdir(), 'mesh-fuzz-'));

@@ -12,7 +12,7 @@ import { type FuzzReport, fuzzGateway, type GatewayKind, inputAt, RSS_BOUND_MB, 
 // Options: --seed S, --doors http,graphql-ws,…, --gateway open|closed|both, --rss-mb M.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** The fuzzer's own bundle of the gateway, removed at the end: the tests' (dist/test/gateway) is rebuilt by every vitest run, and two fuzz runs may be at work. */
+/** The fuzzer's own bundle of the gateway, removed at the end: the tests' is rebuilt by every vitest run, and two fuzz runs may be at work. */
 const FUZZ_BUILD = join(ROOT, 'dist/fuzz', String(process.pid));
 
 const { values } = parseArgs({
