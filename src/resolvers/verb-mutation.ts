@@ -1,8 +1,8 @@
 import type { builder } from '../schema/builder.js';
 import type { GatewayContext } from '../schema/context.js';
-import type { ArgSpec, ArgSpecs, ControllerVerb } from '../services/calls/verb.js';
 import { invokeVerb } from '../services/controller/invoke.js';
 import type { Mesh } from '../services/mesh.js';
+import type { ArgSpec, ArgSpecs, ControllerVerb } from '../services/verbs/verb.js';
 
 type MutationFieldBuilder = Parameters<Parameters<typeof builder.mutationFields>[0]>[0];
 type ArgBuilder = MutationFieldBuilder['arg'];

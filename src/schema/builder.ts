@@ -5,7 +5,7 @@ import ScopeAuthPlugin, { type AuthFailure, AuthScopeFailureType } from '@pothos
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
 import { Conflict, Forbidden, Invalid, NotFound } from '../kernel/errors.js';
 import { INSTANT_EARLIEST, INSTANT_LATEST, instantFault, JSON_DEPTH_MAX, jsonTooDeep } from '../kernel/values.js';
-import { scopeRefusal } from '../services/calls/verb.js';
+import { scopeRefusal } from '../services/verbs/verb.js';
 import type { GatewayContext } from './context.js';
 
 export interface SchemaTypes {

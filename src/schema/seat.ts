@@ -1,5 +1,5 @@
-import { ARG_TYPES, type Verb, type VerbArg } from '../services/seats/protocol.js';
 import type { Seat } from '../services/seats/seats.js';
+import { ARG_TYPES, type Verb, type VerbArg } from '../services/verbs/protocol.js';
 import { builder } from './builder.js';
 
 const VerbArgRef = builder.objectRef<VerbArg>('VerbArg').implement({

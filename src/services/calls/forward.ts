@@ -10,8 +10,8 @@ import type { Scope } from '../access/caller.js';
 import { proveForwarded } from '../access/forwarded.js';
 import type { ReplicaKeys } from '../replicas/replica-key.js';
 import type { Catalogue } from '../seats/catalogue.js';
-import type { ArgType, Verb } from '../seats/protocol.js';
 import { aliasesOfSeats, type Db, seatByName } from '../seats/seats.js';
+import type { ArgType, Verb } from '../verbs/protocol.js';
 import {
   type Call,
   type CallDoor,

@@ -1,6 +1,6 @@
+import { readingVerb } from '../verbs/verb.js';
 import { type ForwardMesh, forwardCall } from './forward.js';
 import { CALLS_PAGE_DEFAULT, type CallsMesh, callById, listCalls } from './records.js';
-import { readingVerb } from './verb.js';
 
 /**
  * Forwards a call to any seat's verb. It records its own call, under the seat it calls, so the

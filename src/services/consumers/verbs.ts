@@ -1,5 +1,5 @@
-import { actingVerb } from '../calls/verb.js';
 import { type HandActLog, leaveHandAct } from '../hand-acts/hand-acts.js';
+import { actingVerb } from '../verbs/verb.js';
 import { type ConsumersMesh, resetConsumer } from './reset.js';
 
 /** Deletes a JetStream durable consumer and creates it again, delivering from the start (or startSeq / startTime). */

@@ -7,8 +7,8 @@ import { type ForwardedCheck, forwardedCheck } from '../access/forwarded.js';
 import type { NatsUsers } from '../access/nats-users.js';
 import { NATS_OPEN_WARNING, natsOpenBehindClosedDoors } from '../access/open-nats.js';
 import { callErrorOf, recordedCallOf, refuseCall } from '../calls/records.js';
-import { type AnyControllerVerb, mayRun, scopeRefusal } from '../calls/verb.js';
 import type { Mesh } from '../mesh.js';
+import { type AnyControllerVerb, mayRun, scopeRefusal } from '../verbs/verb.js';
 import { invokeVerb, refuseUnknownVerb } from './invoke.js';
 import { controllerVerb } from './verbs.js';
 

@@ -1,5 +1,4 @@
 import type { Scope } from '../access/caller.js';
-import { type AnyControllerVerb, protocolOf } from '../calls/verb.js';
 import { callByIdVerb, callsVerb, callVerbVerb } from '../calls/verbs.js';
 import { resetConsumerVerb } from '../consumers/verbs.js';
 import { durationsVerb } from '../durations/verbs.js';
@@ -7,9 +6,10 @@ import { handActsVerb, recordHandActVerb, repeatedCausesVerb } from '../hand-act
 import { forgetMachineVerb } from '../machines/verbs.js';
 import type { Mesh } from '../mesh.js';
 import { closePlanVerb, plansVerb, pushVerb, resumePlanVerb, stopPlanVerb } from '../plans/verbs.js';
-import type { Verb } from '../seats/protocol.js';
 import { removeAliasVerb, retireSeatVerb } from '../seats/verbs.js';
 import { statusVerb } from '../status/verbs.js';
+import type { Verb } from '../verbs/protocol.js';
+import { type AnyControllerVerb, protocolOf } from '../verbs/verb.js';
 
 /**
  * Every verb the controller serves, each defined once in its domain's `verbs.ts`. Its seat row is

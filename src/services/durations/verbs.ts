@@ -1,4 +1,4 @@
-import { readingVerb } from '../calls/verb.js';
+import { readingVerb } from '../verbs/verb.js';
 import { type DurationsMesh, readDurations } from './durations.js';
 
 /** Durations summarised per kind since an instant, beside the bound in force. */

@@ -9,7 +9,7 @@ export interface ActOutbox {
   tx: Db;
   ids: string[];
   /**
-   * For a verb that commits its own act (calls/verb.ts `commitsItsOwnAct`): writes its call's end,
+   * For a verb that commits its own act (verbs/verb.ts `commitsItsOwnAct`): writes its call's end,
    * OK with `answer`, in `tx`, the act's own transaction, just before it commits. Set by the dispatcher.
    */
   endCall?: (tx: Db, answer: unknown) => Promise<void>;

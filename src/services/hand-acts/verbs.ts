@@ -1,5 +1,5 @@
 import { instant } from '../../kernel/values.js';
-import { actingVerb, readingVerb } from '../calls/verb.js';
+import { actingVerb, readingVerb } from '../verbs/verb.js';
 import { HAND_ACTS_PAGE_DEFAULT, type HandActLog, leaveHandAct, listHandActs, repeatedCauses } from './hand-acts.js';
 
 /** Records a repair done by hand outside the mesh, so it leaves a trace with its why. */

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../store/tables.js';
-import { actingVerb } from '../calls/verb.js';
 import { type HandActLog, leaveHandAct } from '../hand-acts/hand-acts.js';
+import { actingVerb } from '../verbs/verb.js';
 import { forgetMachine } from './forget.js';
 
 /** Deletes a machine that holds no seat, with its assignments; answers the machine as it was. */

@@ -1,7 +1,7 @@
-import { actingVerb, readingVerb, type VerbCall } from '../calls/verb.js';
 import { type HandActLog, leaveHandAct } from '../hand-acts/hand-acts.js';
 import type { ActOutbox } from '../hand-acts/outbox-write.js';
 import type { Db } from '../seats/seats.js';
+import { actingVerb, readingVerb, type VerbCall } from '../verbs/verb.js';
 import { listPlans, type Plan } from './plan.js';
 import { type BeforeCommit, closePlan, type PlansMesh, push, stopPlan } from './plans.js';
 import { resumePlan } from './resume.js';

@@ -1,4 +1,4 @@
-import type { Protocol, Verb } from './protocol.js';
+import type { Protocol, Verb } from '../verbs/protocol.js';
 
 /** A seat as the binary defines it: the defaults seeded into the store on every start. */
 export interface SeatDefinition extends Protocol {

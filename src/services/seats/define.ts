@@ -3,8 +3,8 @@ import { Invalid } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import { freeText } from '../../kernel/values.js';
 import type { DB } from '../../store/tables.js';
+import { parseProtocol } from '../verbs/protocol.js';
 import type { Catalogue } from './catalogue.js';
-import { parseProtocol } from './protocol.js';
 import { json, resolveSeatName, type Seat, seatByName } from './seats.js';
 
 export interface SeatInput {

@@ -1,8 +1,8 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import type { DB, SeatRow } from '../../store/tables.js';
+import { readNames, readVerbs } from '../verbs/protocol.js';
 import type { Catalogue, SeatDefinition } from './catalogue.js';
-import { readNames, readVerbs } from './protocol.js';
 
 /** Any store handle: the database or a transaction open on it. */
 export type Db = Kysely<DB> | Transaction<DB>;

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../store/tables.js';
+import { type Protocol, readNames, readVerbs, widenProtocol } from '../verbs/protocol.js';
 import type { Catalogue } from './catalogue.js';
-import { type Protocol, readNames, readVerbs, widenProtocol } from './protocol.js';
 import { json, resolveSeatName } from './seats.js';
 
 export interface SeedReport {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../store/tables.js';
-import { actingVerb } from '../calls/verb.js';
 import { type HandActLog, leaveHandAct, targetLabel } from '../hand-acts/hand-acts.js';
+import { actingVerb } from '../verbs/verb.js';
 import type { Catalogue } from './catalogue.js';
 import { removeAlias, retireSeat } from './cleanup.js';
 

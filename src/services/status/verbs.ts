@@ -1,4 +1,4 @@
-import { readingVerb } from '../calls/verb.js';
+import { readingVerb } from '../verbs/verb.js';
 import type { StatusFeed } from './composition.js';
 import { currentStatus } from './live/latest.js';
 

@@ -2,10 +2,10 @@ import { sql } from 'kysely';
 import { afterAll, beforeEach, describe, expect, test } from 'vitest';
 import { type Catalogue, compiledCatalogue } from '../../../src/services/seats/catalogue.js';
 import { defineSeat } from '../../../src/services/seats/define.js';
-import type { Verb } from '../../../src/services/seats/protocol.js';
 import { renameSeat } from '../../../src/services/seats/rename.js';
 import { listSeats, seatByName } from '../../../src/services/seats/seats.js';
 import { seedSeats } from '../../../src/services/seats/seeding.js';
+import type { Verb } from '../../../src/services/verbs/protocol.js';
 import type { Store } from '../../../src/store/db.js';
 import { freshStore } from '../../fixtures/services.js';
 

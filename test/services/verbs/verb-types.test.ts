@@ -1,6 +1,6 @@
 import { expect, expectTypeOf, test } from 'vitest';
-import { type ArgsOf, actingVerb } from '../../../src/services/calls/verb.js';
 import type { pushVerb } from '../../../src/services/plans/verbs.js';
+import { type ArgsOf, actingVerb } from '../../../src/services/verbs/verb.js';
 
 // These assertions are type-checked by vitest itself (vitest.config.ts `typecheck`, over
 // tsconfig.types.json) as well as by `tsc`: an `expectTypeOf` that no longer holds, or an

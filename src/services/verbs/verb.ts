@@ -1,7 +1,7 @@
 import { Forbidden } from '../../kernel/errors.js';
 import type { Scope } from '../access/caller.js';
-import type { ArgType, Verb } from '../seats/protocol.js';
-import type { CallDoor } from './records.js';
+import type { CallDoor } from '../calls/records.js';
+import type { ArgType, Verb } from './protocol.js';
 
 /** One argument a controller verb declares: its type, whether it must be given, what it means. */
 export interface ArgSpec {
