@@ -1,4 +1,5 @@
-import { CALL_DOORS, CALL_STATES, type Call } from '../services/calls/records.js';
+import { CALL_STATES, type Call } from '../services/calls/records.js';
+import { CALL_DOORS } from '../services/verbs/verb.js';
 import { builder } from './builder.js';
 
 export const CallStateEnum = builder.enumType('CallState', {

@@ -1,7 +1,8 @@
 import { Gauge, type Registry } from 'prom-client';
-import { CALL_DOORS, CALL_STATES, refusedCalls } from '../../services/calls/records.js';
+import { CALL_STATES, refusedCalls } from '../../services/calls/records.js';
 import { recordRelayLag } from '../../services/hand-acts/outbox.js';
 import type { Mesh } from '../../services/mesh.js';
+import { CALL_DOORS } from '../../services/verbs/verb.js';
 import { readCounts, readGauge } from './read.js';
 
 /** The calls: those refused before any work, the records waiting in the outbox, and the calls kept by state and door. */

@@ -12,18 +12,8 @@ import type { ReplicaKeys } from '../replicas/replica-key.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import { aliasesOfSeats, type Db, seatByName } from '../seats/seats.js';
 import type { ArgType, Verb } from '../verbs/protocol.js';
-import {
-  type Call,
-  type CallDoor,
-  type CallsMesh,
-  callErrorOf,
-  failCall,
-  finishCallWithText,
-  type NewCall,
-  refuseCall,
-  type StartedCall,
-  startCall,
-} from './records.js';
+import type { CallDoor } from '../verbs/verb.js';
+import { type Call, type CallsMesh, callErrorOf, failCall, finishCallWithText, type NewCall, refuseCall, type StartedCall, startCall } from './records.js';
 
 /** A forwarded call waits this long by default: a verb that takes longer should answer at once and report later. */
 export const CALL_TIMEOUT_DEFAULT_MS = 10_000;

@@ -9,6 +9,7 @@ import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 import { JSON_DEPTH_MAX, jsonTooDeep, oneOf } from '../../kernel/values.js';
 import { aliasesOfSeats, type Db, resolveSeatName } from '../seats/seats.js';
+import type { CallDoor } from '../verbs/verb.js';
 import { CallEndWatch } from './end-watch.js';
 import { type SharedBucket, withRoomFor } from './fair-share.js';
 
@@ -22,8 +23,6 @@ export const CALLS_PAGE_DEFAULT = 20;
 
 export const CALL_STATES = ['RUNNING', 'OK', 'FAILED', 'ABANDONED'] as const;
 export type CallState = (typeof CALL_STATES)[number];
-export const CALL_DOORS = ['GRAPHQL', 'NATS'] as const;
-export type CallDoor = (typeof CALL_DOORS)[number];
 
 /** What the calls functions need of the mesh: the calls bucket, this replica's view of it and the replica's name. */
 export interface CallsMesh {

@@ -3,12 +3,12 @@ import { isLeaderless } from '../../bus/retry.js';
 import { DomainError, Forbidden, isStoreUnavailable, NotFound, STORE_UNAVAILABLE_MESSAGE, Unavailable } from '../../kernel/errors.js';
 import type { Scope } from '../access/caller.js';
 import { FORWARDING_VERB, judgeArgs } from '../calls/forward.js';
-import { type Call, type CallDoor, callErrorOf, endedOk, failCall, markRecorded, refuseCall, type StartedCall, startCall } from '../calls/records.js';
+import { type Call, callErrorOf, endedOk, failCall, markRecorded, refuseCall, type StartedCall, startCall } from '../calls/records.js';
 import type { MeshEvents } from '../events.js';
 import { checkActing } from '../hand-acts/hand-acts.js';
 import { actTogether, deliverSoon, type OutboxMesh } from '../hand-acts/outbox.js';
 import { type ActOutbox, writeToOutbox } from '../hand-acts/outbox-write.js';
-import { type ArgSpecs, type ArgsOf, type ControllerVerb, mayRun, protocolOf, scopeRefusal } from '../verbs/verb.js';
+import { type ArgSpecs, type ArgsOf, type CallDoor, type ControllerVerb, mayRun, protocolOf, scopeRefusal } from '../verbs/verb.js';
 import { controllerVerb } from './verbs.js';
 
 /** What dispatching a verb needs of the mesh besides what the verb itself needs: the calls log, a logger, the events. */

@@ -1,6 +1,5 @@
 import { Forbidden } from '../../kernel/errors.js';
 import type { Scope } from '../access/caller.js';
-import type { CallDoor } from '../calls/records.js';
 import type { ArgType, Verb } from './protocol.js';
 
 /** One argument a controller verb declares: its type, whether it must be given, what it means. */
@@ -45,6 +44,10 @@ const ACTING_ARGS = {
 } as const satisfies ArgSpecs;
 
 type ActingArgs = typeof ACTING_ARGS;
+
+/** The doors a call comes through: the GraphQL API or the NATS request subjects. */
+export const CALL_DOORS = ['GRAPHQL', 'NATS'] as const;
+export type CallDoor = (typeof CALL_DOORS)[number];
 
 /** Who asked, with which scopes, through which door, and the call that records it. */
 export interface VerbCall {
