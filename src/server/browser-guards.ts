@@ -1,12 +1,10 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { GraphQLError } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
+import type { IncomingMessage } from 'node:http';
 
 /**
  * The header that marks a request as sent by a script that could set headers, which a cross-site
  * form or `text/plain` POST cannot: graphql-yoga's CSRF prevention header, kept by that name.
  */
-const CSRF_HEADER = 'x-graphql-yoga-csrf';
+export const CSRF_HEADER = 'x-graphql-yoga-csrf';
 
 /**
  * Content types a browser sends cross-site without a CORS preflight (the "simple" ones); any
@@ -17,24 +15,7 @@ const SIMPLE_CONTENT_TYPES = ['application/x-www-form-urlencoded', 'multipart/fo
 /** The names a loopback gateway answers to: anything else in `Host` is a rebound DNS name. */
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
-/**
- * graphql-yoga's CSRF prevention (`@graphql-yoga/plugin-csrf-prevention`, the same rule): a
- * request without a content type, or with one a browser sends cross-site without a preflight,
- * must carry `x-graphql-yoga-csrf`; refused 403 before its body is parsed (so before any plugin's
- * request parser, the status query cache's included).
- */
-export function useCsrfPrevention(): Plugin {
-  return {
-    onRequestParse({ request }) {
-      if (passesCsrfPrevention(request.headers.get('content-type'), request.headers.has(CSRF_HEADER))) return;
-      throw new GraphQLError(`a request without a JSON content type must carry the ${CSRF_HEADER} header (cross-site request forgery prevention)`, {
-        extensions: { code: 'CSRF_REFUSED', http: { status: 403 } },
-      });
-    },
-  };
-}
-
-/** useCsrfPrevention's rule: a content type a browser cannot send cross-site unpreflighted, or the CSRF header. */
+/** graphql-yoga's CSRF prevention rule (guards/request.ts): a content type a browser cannot send cross-site unpreflighted, or the CSRF header. */
 export function passesCsrfPrevention(contentType: string | null | undefined, hasCsrfHeader: boolean): boolean {
   const type = contentType?.trim().toLowerCase();
   if (type && !SIMPLE_CONTENT_TYPES.some((simple) => type.startsWith(simple))) return true;
@@ -57,7 +38,7 @@ export const foreignHostMessage = (host: string | undefined) =>
  * Host that parses. Yoga builds `http://<Host><target>` and threw Invalid URL (a 500 with its stack)
  * on a Host such as `localhost:99999` or `[::1`, or an absolute-form target (`http://evil/graphql`).
  */
-function isReadableTarget(request: Pick<IncomingMessage, 'url' | 'headers'>): boolean {
+export function isReadableTarget(request: Pick<IncomingMessage, 'url' | 'headers'>): boolean {
   const target = request.url ?? '';
   if (!target.startsWith('/')) return false;
   try {
@@ -66,31 +47,6 @@ function isReadableTarget(request: Pick<IncomingMessage, 'url' | 'headers'>): bo
   } catch {
     return false;
   }
-}
-
-/** Answers a request whose target and Host make no URL 400 with a GraphQL error body; true when it did. */
-export function refuseUnreadableTarget(request: IncomingMessage, response: ServerResponse): boolean {
-  if (isReadableTarget(request)) return false;
-  const body = JSON.stringify({
-    errors: [
-      {
-        message: 'the request target and Host header do not make a URL: send an origin-form target (/graphql) with a valid Host',
-        extensions: { code: 'BAD_REQUEST' },
-      },
-    ],
-  });
-  response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-  response.end(request.method === 'HEAD' ? undefined : body);
-  return true;
-}
-
-/** Answers a request with a foreign `Host` 403 with a GraphQL error body; true when it did. */
-export function refuseForeignHost(request: IncomingMessage, response: ServerResponse): boolean {
-  if (isLoopbackHost(request.headers.host)) return false;
-  const body = JSON.stringify({ errors: [{ message: foreignHostMessage(request.headers.host), extensions: { code: 'FORBIDDEN_HOST' } }] });
-  response.writeHead(403, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-  response.end(body);
-  return true;
 }
 
 /**

@@ -10,10 +10,11 @@ import type { GatewayContext } from '../schema/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import { type AccessLog, requestIdOf } from './access-log.js';
-import { variablesRefusal } from './document-guard.js';
+import { callerOrNothing } from './guards/caller.js';
+import type { Guards } from './guards/index.js';
+import { asOperationError, CLOSE_REASON_MAX_BYTES, closeReasonOf, cutToCloseReason, type Refusal } from './guards/refusal.js';
 import type { LiveDoors } from './live-doors.js';
 import type { PersistedOperations } from './persisted.js';
-import type { OperationRate } from './rate-limit.js';
 
 /** How often each socket is pinged; one that has not answered the previous ping by then is ended. */
 const KEEP_ALIVE_MS = 12_000;
@@ -36,38 +37,25 @@ export interface GraphqlWsOptions {
   keepAliveMs?: number;
   /** One line per connection as it closes. */
   accessLog?: AccessLog;
-  /** What one client may hold open; over a cap a socket is closed 4429, an operation answered with an error. */
-  caps: { subscriptionsPerSocket: number; socketsPerCaller: number; socketsPerAddress: number };
-  /** The caps, expiry and revocation every live door keeps, shared with the HTTP streams. */
+  /** The counts, expiry and revocation every live door keeps, shared with the HTTP streams (liveAuth). */
   doors: LiveDoors;
-  /** Each operation counts against its caller's rate; over it, that operation's error. */
-  rate: OperationRate;
-  /** A hash names a manifest document; with MESH_PERSISTED_ONLY, only manifest documents run. */
+  /** The gateway's guards: connection_init meets the caller and live stages, each operation the request and operation stages. */
+  guards: Guards;
+  /** A hash names a manifest document (the persisted guard judged it): its document is the one run. */
   persisted: PersistedOperations;
 }
 
-/** graphql-ws's own 4429 (Too many initialisation requests), used for every cap a socket breaks. */
-const TOO_MANY = CloseCode.TooManyInitialisationRequests;
-
-/** The close reason of a refused connection_init: `Forbidden: <why>`, within a close frame's 123 bytes. */
-function forbiddenReason(error: unknown): string {
-  const reason = `Forbidden: ${error instanceof Error ? error.message : String(error)}`;
-  return Buffer.byteLength(reason) <= CLOSE_REASON_MAX_BYTES ? reason : 'Forbidden';
-}
-
-/** A close frame's reason holds 123 bytes at most (RFC 6455); ws throws on a longer one. */
-const CLOSE_REASON_MAX_BYTES = 123;
-
 /** Closes `socket` with `code` and `reason` cut to CLOSE_REASON_MAX_BYTES (a caller's name may be 200 characters): never throws. */
 function closeSocket(socket: WebSocket, code?: number, reason = ''): void {
-  let cut = reason;
-  while (Buffer.byteLength(cut) > CLOSE_REASON_MAX_BYTES) cut = cut.slice(0, -1);
   try {
-    socket.close(code, cut);
+    socket.close(code, cutToCloseReason(reason));
   } catch {
     socket.terminate();
   }
 }
+
+/** Closes `socket` as a refusal of the guards says: 4403 `Forbidden: <why>`, or 4429 over a cap. */
+const closeRefused = (socket: WebSocket, refusal: Refusal): void => closeSocket(socket, refusal.closeCode, closeReasonOf(refusal));
 
 type Roots = { execute(args: ExecutionArgs): unknown; subscribe(args: ExecutionArgs): unknown };
 
@@ -108,7 +96,7 @@ const isClientMessageType = (text: string) => CLIENT_MESSAGE_TYPES.has(messageTy
  * envelop (auth, context, limits, masking); a subscription of a live status field joins the
  * fanout's group for its operation and caller instead of being executed for this subscriber alone.
  */
-export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, doors, rate, persisted, accessLog, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): {
+export function serveGraphqlWs({ wss, yoga, access, logger, fanout, doors, guards, persisted, accessLog, keepAliveMs = KEEP_ALIVE_MS }: GraphqlWsOptions): {
   dispose(): Promise<void>;
 } {
   /** Each socket's release from the live doors' counts, once acknowledged. */
@@ -126,21 +114,26 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, doors,
     subscribe: (args) => (args.rootValue as Roots).subscribe(args) as never,
     onConnect: async (ctx: WsContext<Record<string, unknown>, WsExtra>) => {
       const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
-      let caller: Caller;
       const presented = typeof authorization === 'string' ? authorization : undefined;
+      let admission: string | undefined;
       try {
-        caller = await access.callerNow(presented);
+        admission = await access.admit(presented);
       } catch (error) {
-        // 4403, graphql-ws's Forbidden, with the reason (a JWT's: signature, issuer, audience or expiry).
-        closeSocket(ctx.extra.socket, CloseCode.Forbidden, forbiddenReason(error));
-        return false;
+        admission = error instanceof Error ? error.message : String(error);
       }
       // Closed while its token was verified: its close has run, so it must not be counted now.
       if (ctx.extra.socket.readyState !== WebSocket.OPEN) return false;
-      const full = doors.callerFull(caller.name);
-      if (full) {
-        logger.info({ caller: caller.name, cap: caps.socketsPerCaller }, 'WebSocket refused: sockets and streams per caller');
-        closeSocket(ctx.extra.socket, TOO_MANY, full);
+      const door = 'graphql-ws connect';
+      // 4403, graphql-ws's Forbidden, with the reason (a JWT's: signature, issuer, audience or expiry).
+      const refusedCaller = guards.judge('caller', { door, authorization: presented, admission });
+      const caller = refusedCaller ? undefined : callerOrNothing(access, presented);
+      const refusal = refusedCaller ?? (caller && guards.judge('live', { door, caller }));
+      if (refusal || !caller) {
+        if (refusal?.guard === 'caps') logger.info({ caller: caller?.name }, `WebSocket refused: ${refusal.message}`);
+        closeRefused(
+          ctx.extra.socket,
+          refusal ?? { guard: 'caller', message: 'the token names no caller', code: 'FORBIDDEN', status: 401, closeCode: CloseCode.Forbidden },
+        );
         return false;
       }
       ctx.extra.caller = caller;
@@ -164,18 +157,13 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, doors,
       return true;
     },
     onSubscribe: async (ctx, id, payload) => {
-      // This operation is among them already (graphql-ws notes its id before asking).
-      if (Object.keys(ctx.subscriptions).length > caps.subscriptionsPerSocket) {
-        return [
-          new GraphQLError(`this socket runs ${caps.subscriptionsPerSocket} operations; at most ${caps.subscriptionsPerSocket}: complete one first`, {
-            extensions: { code: 'TOO_MANY_REQUESTS' },
-          }),
-        ];
-      }
       const caller = ctx.extra.caller as Caller;
       socketLogs.get(ctx.extra.socket)?.operation(payload);
-      const wait = rate.take(caller.name);
-      if (wait > 0) return [refusal(rate.refusal(caller.name, wait), logger)];
+      // This operation is among them already (graphql-ws notes its id before asking).
+      const operationsOnSocket = Object.keys(ctx.subscriptions).length;
+      // The request stage (operations on the socket, the rate) and the operation stage (variables, persisted), as an HTTP request meets them.
+      const refused = guards.judgeAll(['request', 'operation'], { door: 'graphql-ws subscribe', caller, operationsOnSocket, params: payload });
+      if (refused) return [asOperationError(refused)];
       let params = payload;
       try {
         const query = persisted.documentFor(payload);
@@ -183,9 +171,6 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, doors,
       } catch (error) {
         return [refusal(error, logger)];
       }
-      // Judged before operationKey serializes them.
-      const badVariables = variablesRefusal(params.variables);
-      if (badVariables) return [refusal(badVariables, logger)];
       const socket = ctx.extra.socket;
       const key = fanout ? operationKey(caller, params) : undefined;
       const existing = key === undefined ? undefined : fanout?.group(key);
@@ -261,10 +246,10 @@ export function serveGraphqlWs({ wss, yoga, access, logger, fanout, caps, doors,
       socket.once('close', (code) => line.closed(code));
     }
     const address = request.socket.remoteAddress ?? 'unknown';
-    const full = doors.addressFull(address);
+    const full = guards.judge('live', { door: 'graphql-ws connect', address });
     if (full) {
-      logger.info({ address, cap: caps.socketsPerAddress }, 'WebSocket refused: sockets and streams per address');
-      closeSocket(socket, TOO_MANY, full);
+      logger.info({ address }, `WebSocket refused: ${full.message}`);
+      closeRefused(socket, full);
       return;
     }
     const leaveAddress = doors.enterAddress(address);

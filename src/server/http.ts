@@ -16,12 +16,16 @@ import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import type { Mesh } from '../services/mesh.js';
 import { accessLog } from './access-log.js';
-import { foreignHostMessage, isAllowedOrigin, isLoopbackHost, refuseForeignHost, refuseUnreadableTarget, useCsrfPrevention } from './browser-guards.js';
 import { useCompiledExecution } from './compiled-execution.js';
 import { dashboardFiles } from './dashboard.js';
-import { useDocumentNestingLimit, useNulRefusal, useParamsGuard } from './document-guard.js';
+import { useDocumentNestingLimit, useNulRefusal } from './document-guard.js';
 import { GRAPHIQL_DEFAULT_QUERY, offlineGraphiQL } from './graphiql.js';
 import { serveGraphqlWs } from './graphql-ws.js';
+import { callerOrNothing, judgeCaller } from './guards/caller.js';
+import { httpDoorOf } from './guards/guard.js';
+import { type Guards, guardsOf } from './guards/index.js';
+import { answerRefusal } from './guards/refusal.js';
+import { useGuards } from './guards/yoga.js';
 import { meshHealth } from './health.js';
 import { listenForServerErrors, noteEscaped } from './last-resort.js';
 import { asksForStream, type LiveStreams, liveDoors, liveStreams } from './live-doors.js';
@@ -29,8 +33,8 @@ import { createMetrics, type MetricSources, type Metrics } from './metrics.js';
 import { operationMetrics } from './operation-metrics.js';
 import { loadPersistedOperations, usePersistedOperations } from './persisted.js';
 import { useQueryCost } from './query-cost.js';
-import { OperationRate, useOperationRate } from './rate-limit.js';
-import { createDrain, DRAIN_RETRY_AFTER_S, type Drain } from './ready.js';
+import { OperationRate } from './rate-limit.js';
+import { createDrain, type Drain } from './ready.js';
 import { useRequestBodyLimit } from './request-body-limit.js';
 import { statusFastPath } from './status-fast-path.js';
 import { useOperationTracing } from './tracing.js';
@@ -77,11 +81,9 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const { mesh, access, logger } = options;
 
   const callerFor = (authorization: string | null | undefined): Caller => {
-    try {
-      return access.callerFor(authorization);
-    } catch (error) {
-      throw forbidden((error as Error).message);
-    }
+    const { caller, refusal } = judgeCaller(access, authorization);
+    if (refusal !== undefined) throw forbidden(refusal);
+    return caller;
   };
 
   const rate = new OperationRate(mesh.config.caps.operationsPerSecond);
@@ -98,7 +100,18 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const log = accessLog(logger, access, metrics.request);
   // Sockets and HTTP streams on the same rules: caps, expiry, revocation.
   const doors = liveDoors(access, logger, mesh.config.caps);
-  streams = liveStreams(doors, access, logger);
+  streams = liveStreams(doors, access);
+  // Every check a request meets, once: each door below runs this one list (src/server/guards/).
+  const guards: Guards = guardsOf({
+    access,
+    loopbackOnly: access.open,
+    corsOrigins: mesh.config.corsOrigins,
+    draining: () => drain.draining,
+    rate,
+    persisted,
+    live: doors,
+    subscriptionsPerSocket: mesh.config.caps.subscriptionsPerSocket,
+  });
   const graphiql = offlineGraphiQL();
   const yoga = createYoga<Record<string, unknown>, GatewayContext>({
     schema: options.schema,
@@ -173,30 +186,19 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
       sseIdsPlugin,
       // Marks the streams that run a subscription, which the drain ends.
       streams.plugin,
-      // Before the cache, whose request parser keys the parameters this one judges.
-      useParamsGuard(),
+      // Before the cache, whose request parser keys the parameters these judge: the request and operation stages.
+      useGuards(guards),
       // Before the cache, which must key only documents this gateway answers.
       usePersistedOperations(persisted),
       ...(statusCache ? [statusCache.plugin] : []),
       useRequestBodyLimit(),
-      useCsrfPrevention(),
-      useOperationRate(rate, access),
       useCompiledExecution(logger),
       graphiql.plugin,
     ],
   });
 
   // /ready's details (replica, NATS address, the store's error) need a read token; anyone may see whether it is ready.
-  const drain = createDrain(mesh.config.replica, health, (req) => {
-    try {
-      return access.callerFor(req.headers.authorization).scopes.has('read');
-    } catch {
-      return false;
-    }
-  });
-  // An open gateway (no tokens) listens on loopback; a page of a DNS name rebound to 127.0.0.1
-  // reaches it with its own name in Host, over HTTP and WebSocket alike, and is refused.
-  const loopbackOnly = access.open;
+  const drain = createDrain(mesh.config.replica, health, (req) => callerOrNothing(access, req.headers.authorization)?.scopes.has('read') === true);
   const dashboard = dashboardFiles();
   /** Why a request's JWT was refused at its admission, for its 401. */
   const refusals = new WeakMap<IncomingMessage, string>();
@@ -214,38 +216,55 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     else response.destroy();
   };
   // A status query with a kept response is answered here, every check of Yoga's path made; anything else goes on to Yoga.
-  const fast = statusCache ? statusFastPath({ cache: statusCache, access, rate, persisted, log, endpoint: '/graphql' }) : undefined;
-  /** A request asking for a stream is held to the live doors' rules (caps, expiry, revocation, the drain): true when refused. */
+  const fast = statusCache ? statusFastPath({ cache: statusCache, access, rate, guards, log, endpoint: '/graphql' }) : undefined;
+  /** A request asking for a stream is held to the live doors' caps, then to liveAuth (expiry, revocation, the drain): true when refused. */
   const refuseStream = (request: IncomingMessage, response: ServerResponse): boolean => {
     if (!asksForStream(request)) return false;
-    let caller: Caller;
-    try {
-      caller = access.callerFor(request.headers.authorization);
-    } catch {
-      return false; // a GraphiQL page or a preflight, which stream nothing; anything else was refused before
+    // None: a GraphiQL page or a preflight, which stream nothing; anything else was refused before.
+    const caller = callerOrNothing(access, request.headers.authorization);
+    if (!caller) return false;
+    const address = request.socket.remoteAddress ?? 'unknown';
+    const refusal = guards.judge('live', { door: httpDoorOf(request.method, request.headers.accept), address, caller });
+    if (refusal) {
+      logger.info({ caller: caller.name, address }, `stream refused: ${refusal.message}`);
+      answerRefusal(request, response, refusal);
+      return true;
     }
-    return streams.refuse(request, response, caller);
+    streams.hold(request, response, caller, address);
+    return false;
+  };
+  /** The caller stage: a request to the GraphQL endpoint without a known token is refused 401 before Yoga. */
+  const refuseCaller = (request: IncomingMessage, response: ServerResponse): boolean => {
+    const { method, headers } = request;
+    const facts = { door: httpDoorOf(method, headers.accept), method, accept: headers.accept, authorization: headers.authorization };
+    const refusal = guards.judge('caller', { ...facts, admission: refusals.get(request) });
+    if (refusal) answerRefusal(request, response, refusal);
+    return refusal !== undefined;
   };
   const answer = drain.handler((request, response) => {
     if (request.method === 'GET' && request.url?.split('?')[0] === '/metrics') return metrics.serve(request, response, access);
     if (dashboard.serve(request, response)) return;
-    if (!access.open && refuseAnonymous(access, request, response, refusals.get(request))) return;
-    if (refuseStream(request, response)) return;
+    if (refuseCaller(request, response) || refuseStream(request, response)) return;
     if (fast) fast(request, response, toYoga);
     else toYoga(request, response);
   });
+  /** The arrival stage, on the headers alone: the target, the Host, the drain. */
+  const refuseArrival = (request: IncomingMessage, response: ServerResponse): boolean => {
+    const { method, url: target, headers } = request;
+    const refusal = guards.judge('arrival', { door: httpDoorOf(method, headers.accept), method, target, host: headers.host, origin: headers.origin });
+    if (refusal) answerRefusal(request, response, refusal);
+    return refusal !== undefined;
+  };
   const server = createServer(
     log.http((request, response) => {
       try {
-        if (refuseUnreadableTarget(request, response)) return;
-        // `/ready` answers any Host (a balancer may probe by address); everything else is guarded.
-        if (loopbackOnly && !isReadyProbe(request.url) && refuseForeignHost(request, response)) return;
+        if (refuseArrival(request, response)) return;
         // A JWT's signature is verified (asynchronously) before anything judges the caller at once.
         const admitted = access.admit(request.headers.authorization);
         if (admitted)
           void admitted
             .then((refusal) => {
-              // Kept with this request only: a refusal is kept nowhere else, and refuseAnonymous names it.
+              // Kept with this request only: a refusal is kept nowhere else, and the caller guard names it.
               if (refusal !== undefined) refusals.set(request, refusal);
               answer(request, response);
             })
@@ -272,23 +291,19 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   });
   listenForServerErrors(server, wss, logger);
 
-  /** Whether a WebSocket upgrade may open a socket: refused while draining, under a foreign Host or from a foreign Origin. */
+  /** The arrival stage at a WebSocket upgrade: the target, the Host, the drain and the Origin; a refusal is the upgrade's HTTP status. */
   function verifyUpgrade(req: IncomingMessage, accept: (ok: boolean, status?: number, message?: string, headers?: Record<string, string>) => void) {
-    // A draining replica takes no new socket: the client reconnects elsewhere.
-    if (drain.draining) return accept(false, 503, 'the gateway is stopping', { 'Retry-After': String(DRAIN_RETRY_AFTER_S) });
-    if (loopbackOnly && !isLoopbackHost(req.headers.host)) {
-      logger.info({ host: req.headers.host }, 'WebSocket upgrade refused: foreign Host');
-      return accept(false, 403, foreignHostMessage(req.headers.host));
-    }
-    // A browser opens a socket to any address from any page, with its Origin: only ours and those listed are let in.
-    if (!isAllowedOrigin(req.headers.origin, req.headers.host, { open: access.open, listed: mesh.config.corsOrigins })) {
-      logger.info({ origin: req.headers.origin?.slice(0, 200) }, 'WebSocket upgrade refused: foreign Origin');
-      return accept(false, 403, 'Forbidden: foreign Origin');
-    }
-    accept(true);
+    const { method, url: target, headers } = req;
+    const refusal = guards.judge('arrival', { door: 'graphql-ws connect', method, target, host: headers.host, origin: headers.origin });
+    if (!refusal) return accept(true);
+    logger.info(
+      { guard: refusal.guard, host: headers.host?.slice(0, 200), origin: headers.origin?.slice(0, 200) },
+      `WebSocket upgrade refused: ${refusal.message}`,
+    );
+    accept(false, refusal.status, refusal.message, refusal.headers);
   }
 
-  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, caps: mesh.config.caps, doors, rate, persisted, accessLog: log });
+  const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, doors, guards, persisted, accessLog: log });
 
   return {
     yoga,
@@ -334,35 +349,6 @@ function clientError(value: unknown): { code: string; message: string; path?: re
   const code = cause instanceof DomainError ? cause.code : String(value.extensions?.code ?? 'BAD_REQUEST');
   return { code, message: value.message, path: value.path };
 }
-
-/** Whether a request asks for the GraphiQL page (as Yoga decides it): a GET a browser sends for HTML. */
-const asksForGraphiQL = (request: IncomingMessage): boolean => request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
-
-/**
- * On a gateway with tokens, a GraphQL request whose token is missing or unknown is answered 401
- * here, before Yoga: never parsed, validated, logged beyond its access line or counted against a
- * caller. The GraphiQL page is served without one (a browser cannot send it; its requests must).
- */
-function refuseAnonymous(access: Access, request: IncomingMessage, response: ServerResponse, refusal: string | undefined): boolean {
-  // A CORS preflight carries no credentials by definition: Yoga answers it by MESH_CORS_ORIGINS.
-  if (asksForGraphiQL(request) || request.method === 'OPTIONS') return false;
-  try {
-    if (refusal !== undefined) throw new Error(refusal);
-    access.callerFor(request.headers.authorization);
-    return false;
-  } catch (error) {
-    const body = JSON.stringify({ errors: [{ message: (error as Error).message, extensions: { code: 'FORBIDDEN' } }] });
-    response.writeHead(401, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      'www-authenticate': 'Bearer',
-    });
-    response.end(body);
-    return true;
-  }
-}
-
-const isReadyProbe = (url: string | undefined): boolean => (url ?? '').split('?')[0] === '/ready';
 
 function disableIntrospection(): Plugin {
   return {

@@ -158,11 +158,8 @@ export const asksForStream = (request: IncomingMessage): boolean => {
 
 /** HTTP streams on the live doors' rules: admitted under the caps, ended at expiry, revocation and (a subscription) at the drain. */
 export interface LiveStreams {
-  /**
-   * Admits a request that asks for a stream (anything else is left alone: false): over a cap it is
-   * answered 429 here (true); otherwise it is held to the doors' rules until its response closes.
-   */
-  refuse(request: IncomingMessage, response: ServerResponse, caller: Caller): boolean;
+  /** Holds a stream the caps guard let in to the doors' rules (counted, ended at expiry and revocation) until its response closes. */
+  hold(request: IncomingMessage, response: ServerResponse, caller: Caller, address: string): void;
   /** Yoga's side: marks a request running a subscription, which the drain ends. */
   plugin: Plugin;
   /** Ends every stream running a subscription (the replica drains: its client resubscribes elsewhere). */
@@ -178,21 +175,11 @@ export interface LiveStreams {
  * stream running a subscription is cut when the drain begins, so it holds the drain only while
  * it streams (an `EventSource` reconnects to another replica, resuming from its `id:`).
  */
-export function liveStreams(doors: LiveDoors, access: Access, logger: Logger): LiveStreams {
+export function liveStreams(doors: LiveDoors, access: Access): LiveStreams {
   const streams = new Map<ServerResponse, { subscription: boolean }>();
   const responses = new WeakMap<IncomingMessage, ServerResponse>();
   return {
-    refuse(request, response, caller) {
-      if (!asksForStream(request)) return false;
-      const address = request.socket.remoteAddress ?? 'unknown';
-      const full = doors.addressFull(address) ?? doors.callerFull(caller.name);
-      if (full) {
-        logger.info({ caller: caller.name, address }, `stream refused: ${full}`);
-        const body = JSON.stringify({ errors: [{ message: full, extensions: { code: 'TOO_MANY_REQUESTS' } }] });
-        response.writeHead(429, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-        response.end(body);
-        return true;
-      }
+    hold(request, response, caller, address) {
       const kind = (request.headers.accept ?? '').includes('text/event-stream') ? 'SSE stream' : 'multipart stream';
       const authorization = request.headers.authorization;
       const leaveAddress = doors.enterAddress(address);
@@ -204,7 +191,6 @@ export function liveStreams(doors: LiveDoors, access: Access, logger: Logger): L
         leave();
         leaveAddress();
       });
-      return false;
     },
     plugin: {
       onSubscribe({ args }) {

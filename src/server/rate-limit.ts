@@ -1,7 +1,3 @@
-import { GraphQLError } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
-import type { Access } from '../services/access/tokens.js';
-
 /** A caller may spend up to this many seconds' worth of operations at once, then its rate. */
 const BURST_SECONDS = 2;
 
@@ -46,31 +42,4 @@ export class OperationRate {
     if (!bucket) return this.perSecond * BURST_SECONDS < 1;
     return Math.min(this.perSecond * BURST_SECONDS, bucket.tokens + ((this.now() - bucket.at) / 1000) * this.perSecond) < 1;
   }
-
-  /** The refusal of an operation over the rate, with the seconds to wait. */
-  refusal(caller: string, retryAfter: number): GraphQLError {
-    return new GraphQLError(`${caller} asks more than ${this.perSecond} operations a second; retry after ${retryAfter} s`, {
-      extensions: { code: 'TOO_MANY_REQUESTS', retryAfter, http: { status: 429, headers: { 'Retry-After': String(retryAfter) } } },
-    });
-  }
-}
-
-/**
- * Counts every HTTP operation (SSE included) against its caller's rate before its body is parsed,
- * so before the status query cache answers; over the rate: HTTP 429 with `Retry-After`. A request
- * whose token is refused is left to the ordinary 401.
- */
-export function useOperationRate(rate: OperationRate, access: Access): Plugin {
-  return {
-    onRequestParse({ request }) {
-      let caller: string;
-      try {
-        caller = access.callerFor(request.headers.get('authorization')).name;
-      } catch {
-        return;
-      }
-      const wait = rate.take(caller);
-      if (wait > 0) throw rate.refusal(caller, wait);
-    },
-  };
 }

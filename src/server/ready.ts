@@ -26,7 +26,7 @@ async function readiness(state: { draining: boolean; replica: string; health?: H
 
 /**
  * The HTTP side of a graceful stop: answers `/ready`, counts the requests in flight, and once
- * `begin()` is called answers every new request 503 with `Retry-After` while those in flight finish.
+ * `begin()` is called `/ready` answers 503 while those in flight finish (the drain guard, guards/arrival.ts, refuses new ones).
  */
 export interface Drain {
   readonly draining: boolean;
@@ -93,14 +93,6 @@ export function createDrain(replica: string, health?: Health, mayDetail: (req: I
           (error) => json(res, 503, body({ ready: false, draining, replica, checks: { error: { ok: false, error: String(error) } } })),
         );
         return;
-      }
-      if (draining) {
-        return json(
-          res,
-          503,
-          { errors: [{ message: 'the gateway is stopping; try again', extensions: { code: 'UNAVAILABLE' } }] },
-          { 'retry-after': String(DRAIN_RETRY_AFTER_S), connection: 'close' },
-        );
       }
       // Every response is counted while it is answered, a stream (SSE, multipart/mixed) too: one
       // running a subscription is ended when the drain begins (live-doors.ts), so it holds the drain

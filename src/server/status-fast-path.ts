@@ -2,9 +2,9 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { regularMediaType, type StatusQueryCache } from '../fanout/status-query-cache.js';
 import type { Access } from '../services/access/tokens.js';
 import type { AccessLog } from './access-log.js';
-import { passesCsrfPrevention } from './browser-guards.js';
-import { variablesRefusal } from './document-guard.js';
-import type { PersistedOperations } from './persisted.js';
+import { callerOrNothing } from './guards/caller.js';
+import type { RequestFacts } from './guards/guard.js';
+import type { Guards } from './guards/index.js';
 import type { OperationRate } from './rate-limit.js';
 
 /**
@@ -21,7 +21,8 @@ export interface StatusFastPathOptions {
   cache: StatusQueryCache;
   access: Access;
   rate: OperationRate;
-  persisted: PersistedOperations;
+  /** The gateway's guards: a request one refuses goes on to Yoga, which runs the same list and answers the refusal. */
+  guards: Guards;
   log: AccessLog;
   /** The GraphQL endpoint's path (`/graphql`). */
   endpoint: string;
@@ -39,52 +40,40 @@ const isJsonBody = (type: string | undefined): boolean => type === 'application/
 /**
  * The status query answered before Yoga, from the bytes the status query cache keeps for the
  * current composition: the same answer Yoga's request parser gives it today (the cache's plugin),
- * without a fetch Request and Response, Yoga's hooks and its body stream per request. It answers
- * only a request it judges exactly as Yoga's path would, and hands anything else to `next` (Yoga)
- * untouched, a body it read included:
+ * without a fetch Request and Response, Yoga's hooks and its body stream per request. It runs the
+ * guards' request and operation stages (src/server/guards/) as Yoga's path does; a request one
+ * refuses, and anything else it does not answer, goes to `next` (Yoga) untouched, a body it read
+ * included, and Yoga, running the same list, answers the refusal. It answers:
  * - POST to the endpoint with a JSON content type and a Content-Length up to STATUS_FAST_BODY_MAX,
- *   or GET with the query in the URL that passes the CSRF prevention (as useCsrfPrevention);
+ *   or GET with the query in the URL;
  * - no `Origin` header (so no CORS header would be added), an `Accept` Yoga's regular result
  *   processor answers;
- * - only `query`, `operationName` and `variables`, well formed, the variables passing the params
- *   guard, the document in the manifest under MESH_PERSISTED_ONLY;
+ * - only `query`, `operationName` and `variables`, well formed, that every guard lets through;
  * - a kept response for this caller at the current composition;
- * - a caller within its rate, judged before the body is read (one over it goes to Yoga unread, and is
- *   refused 429 before its body is parsed); the operation is taken from its bucket as it is answered.
+ * - a caller within its rate, judged without spending before the body is read (one over it goes to
+ *   Yoga unread, and is refused 429 before its body is parsed); spent as it is answered.
  * Anonymous callers, a foreign Host and a draining replica were refused before this, as before Yoga.
  * The access line names the operation, /metrics counts the request and the cache hit.
  */
 export function statusFastPath(options: StatusFastPathOptions): (request: IncomingMessage, response: ServerResponse, next: RequestListener) => void {
-  const { cache, access, rate, persisted, log, endpoint } = options;
+  const { cache, access, rate, guards, log, endpoint } = options;
   const getPrefix = `${endpoint}?`;
   const headersBy = new Map<string, string>();
 
   /** Answers `params` from the cache and returns true, or returns false having written nothing. */
-  const answer = (params: unknown, request: IncomingMessage, response: ServerResponse, mediaType: string): boolean => {
+  const answer = (params: unknown, request: IncomingMessage, response: ServerResponse, mediaType: string, facts: RequestFacts): boolean => {
     if (!params || typeof params !== 'object' || Array.isArray(params)) return false;
     for (const name in params) if (!PARAMS.has(name)) return false;
     const { query, operationName, variables } = params as Params;
     if (typeof query !== 'string') return false;
     if (operationName != null && typeof operationName !== 'string') return false;
     if (variables != null && (typeof variables !== 'object' || Array.isArray(variables))) return false;
-    if (variablesRefusal(variables)) return false;
-    if (persisted.only) {
-      try {
-        if (persisted.documentFor({ query }) !== query) return false;
-      } catch {
-        return false;
-      }
-    }
+    if (guards.judge('operation', { ...facts, params: { query, operationName, variables } })) return false;
     const authorization = request.headers.authorization;
     const bytes = cache.kept(params as Params, authorization);
     if (!bytes) return false;
-    let caller: string;
-    try {
-      caller = access.callerFor(authorization).name;
-    } catch {
-      return false;
-    }
-    if (rate.take(caller) > 0) return false;
+    const caller = callerOrNothing(access, authorization)?.name;
+    if (caller === undefined || rate.take(caller) > 0) return false;
     cache.hit();
     log.operation(request, params as Params);
     let type = headersBy.get(mediaType);
@@ -113,23 +102,24 @@ export function statusFastPath(options: StatusFastPathOptions): (request: Incomi
     return params;
   };
 
-  /** A caller over its rate is refused by Yoga before its body is read, as ever: this path leaves it alone. */
-  const overRate = (authorization: string | undefined): boolean => {
-    try {
-      return rate.wouldRefuse(access.callerFor(authorization).name);
-    } catch {
-      return true;
-    }
-  };
-
   return (request, response, next) => {
     const { method, url, headers } = request;
     const mediaType = headers.origin === undefined ? regularMediaType(headers.accept) : undefined;
-    if (!mediaType || !url || cache.keepsNone() || overRate(headers.authorization)) return next(request, response);
+    if (!mediaType || !url || cache.keepsNone()) return next(request, response);
+    const facts: RequestFacts = {
+      door: 'status fast path',
+      method,
+      authorization: headers.authorization,
+      contentType: headers['content-type'],
+      contentLength: headers['content-length'],
+      csrfHeader: headers['x-graphql-yoga-csrf'] !== undefined,
+      dryRun: true,
+    };
+    // The request stage (the body's length, CSRF, the rate unspent), before the body is read.
+    if (guards.judge('request', facts)) return next(request, response);
     if (method === 'GET' && url.startsWith(getPrefix)) {
-      if (!passesCsrfPrevention(headers['content-type'], headers['x-graphql-yoga-csrf'] !== undefined)) return next(request, response);
       const params = fromUrl(url);
-      if (!params || !answer(params, request, response, mediaType)) next(request, response);
+      if (!params || !answer(params, request, response, mediaType, facts)) next(request, response);
       return;
     }
     const length = headers['content-length'];
@@ -155,7 +145,7 @@ export function statusFastPath(options: StatusFastPathOptions): (request: Incomi
         params = undefined;
       }
       try {
-        if (params !== undefined && answer(params, request, response, mediaType)) return;
+        if (params !== undefined && answer(params, request, response, mediaType, facts)) return;
       } catch {
         // A body this path cannot judge is Yoga's to answer (a refusal there), never a throw out of an event.
         if (response.headersSent) return void response.destroy();
