@@ -1,3 +1,5 @@
+import { STORE_GONE } from './sqlstate.js';
+
 /**
  * The domain's expected failures. Services throw these; the schema turns each into a typed error
  * as data. Anything else thrown is unexpected and masked by the server.
@@ -51,12 +53,6 @@ export class Unavailable extends DomainError {
 /** What a caller is told while the store cannot be reached. */
 export const STORE_UNAVAILABLE_MESSAGE = 'the store is unavailable';
 
-/**
- * PostgreSQL's codes for a server going away or refusing connections: admin_shutdown,
- * crash_shutdown, cannot_connect_now (starting or stopping), connection_exception,
- * connection_does_not_exist, connection_failure.
- */
-const STORE_GONE_CODES = new Set(['57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
 /** The socket's own errors when the server is not there or drops the connection. */
 const SOCKET_GONE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTCONN']);
 /** node-postgres says so in words, without a code, when a connection ends under it. */
@@ -71,7 +67,7 @@ export function isStoreUnavailable(error: unknown, depth = 0): boolean {
   if (!error || typeof error !== 'object' || depth > 4) return false;
   if (error instanceof Unavailable) return false; // already said, in the domain's words
   const { code, message, cause, errors } = error as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
-  if (typeof code === 'string' && (STORE_GONE_CODES.has(code) || SOCKET_GONE_CODES.has(code))) return true;
+  if (typeof code === 'string' && (STORE_GONE.has(code) || SOCKET_GONE_CODES.has(code))) return true;
   if (typeof code !== 'string' && typeof message === 'string' && GONE_MESSAGES.some((m) => m.test(message))) return true;
   if (Array.isArray(errors) && errors.some((e) => isStoreUnavailable(e, depth + 1))) return true;
   return isStoreUnavailable(cause, depth + 1);

@@ -5,6 +5,7 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Kysely, type LogEvent, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { isStoreUnavailable } from '../kernel/errors.js';
+import { isTransientConflict, SQLSTATE, sqlStateOf } from '../kernel/sqlstate.js';
 import type { DB } from './tables.js';
 
 export type Store = Kysely<DB>;
@@ -20,21 +21,14 @@ export type Store = Kysely<DB>;
  */
 export const STORE_IDLE_IN_TRANSACTION_MS = 5_000;
 
-/** PostgreSQL's SQLSTATE for a unique index violated (node-postgres gives it as the error's `code`). */
-const UNIQUE_VIOLATION = '23505';
-/** ...and the two ways PostgreSQL tells one of two transactions that crossed that it must go. */
-const DEADLOCK_DETECTED = '40P01';
-const SERIALIZATION_FAILURE = '40001';
-const CROSSED = new Set([UNIQUE_VIOLATION, DEADLOCK_DETECTED, SERIALIZATION_FAILURE]);
-const sqlState = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
 /** Whether `error` is a unique index violated: a row another transaction made a moment before this one's. */
-export const isUniqueViolation = (error: unknown): boolean => sqlState(error) === UNIQUE_VIOLATION;
+export const isUniqueViolation = (error: unknown): boolean => sqlStateOf(error) === SQLSTATE.uniqueViolation;
 /**
  * Whether a statement failed because another transaction crossed it (a unique index it filled first,
  * a deadlock, a serialization failure): an outcome of concurrency the caller answers or retries, not
  * a fault of the server. One not handled still reaches the caller as INTERNAL, logged as such.
  */
-export const isCrossedByAnother = (error: unknown): boolean => CROSSED.has(sqlState(error) as string);
+export const isCrossedByAnother = (error: unknown): boolean => isUniqueViolation(error) || isTransientConflict(error);
 
 export interface StoreOptions {
   /** PostgreSQL through `pg`; unset: embedded PGlite in `<dataDir>/pg`. */

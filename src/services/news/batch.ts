@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Subjects } from '../../bus/subjects.js';
+import { isTransientConflict } from '../../kernel/sqlstate.js';
 import type { Store } from '../../store/db.js';
 import { type Duration, heartbeatGaps, recordDurations } from '../durations/durations.js';
 import type { MeshEvents } from '../events.js';
@@ -24,13 +25,12 @@ export interface IngestMesh extends RolloutMesh {
 /** News the wire contract accepts. */
 export type Judged = Exclude<News, { type: 'malformed' }>;
 
-const TRANSIENT = new Set(['40P01', '40001']); // deadlock, serialization failure: another replica's batch crossed ours
-
 async function retryOnce<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (!TRANSIENT.has((error as { code?: string }).code ?? '')) throw error;
+    // A deadlock or serialization failure: another replica's batch crossed ours.
+    if (!isTransientConflict(error)) throw error;
     return work();
   }
 }
