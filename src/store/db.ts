@@ -2,13 +2,15 @@ import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { Kysely, type LogEvent, PostgresDialect, sql } from 'kysely';
+import { Kysely, type LogEvent, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { isStoreUnavailable } from '../kernel/errors.js';
 import { isTransientConflict, SQLSTATE, sqlStateOf } from '../kernel/sqlstate.js';
 import type { DB } from './tables.js';
 
 export type Store = Kysely<DB>;
+/** Any store handle: the database or a transaction open on it. Declared here only, imported by every service. */
+export type Db = Kysely<DB> | Transaction<DB>;
 
 /**
  * How long PostgreSQL lets a gateway's transaction wait on the gateway between two statements

@@ -1,7 +1,7 @@
 import { Invalid } from '../../kernel/errors.js';
 import { LiveQueue } from '../../kernel/live-queue.js';
 import { oneOf } from '../../kernel/values.js';
-import type { Db } from '../seats/seats.js';
+import type { Db } from '../../store/db.js';
 import { CALL_STATES, type Call, type CallSummary, type CallsMesh, decodeCall, readCall, seatNamesFor } from './records.js';
 
 /** A call as one change of the bucket brought it: `revision` is where `followCalls` resumes after it. */

@@ -6,11 +6,12 @@ import { inSpan, natsSpanAttributes, SpanKind, traceHeaders } from '../../bus/tr
 import { DomainError, Forbidden, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import { holdsNul, JSON_DEPTH_MAX, jsonTooDeep } from '../../kernel/values.js';
+import type { Db } from '../../store/db.js';
 import type { Scope } from '../access/caller.js';
 import { proveForwarded } from '../access/forwarded.js';
 import type { ReplicaKeys } from '../replicas/replica-key.js';
 import type { Catalogue } from '../seats/catalogue.js';
-import { aliasesOfSeats, type Db, seatByName } from '../seats/seats.js';
+import { aliasesOfSeats, seatByName } from '../seats/seats.js';
 import type { ArgType, Verb } from '../verbs/protocol.js';
 import type { CallDoor } from '../verbs/verb.js';
 import { type Call, type CallsMesh, callErrorOf, failCall, finishCallWithText, type NewCall, refuseCall, type StartedCall, startCall } from './records.js';

@@ -8,7 +8,8 @@ import { DomainError, Invalid, isStoreUnavailable, NotFound, STORE_UNAVAILABLE_M
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
 import { JSON_DEPTH_MAX, jsonTooDeep, oneOf } from '../../kernel/values.js';
-import { aliasesOfSeats, type Db, resolveSeatName } from '../seats/seats.js';
+import type { Db } from '../../store/db.js';
+import { aliasesOfSeats, resolveSeatName } from '../seats/seats.js';
 import type { CallDoor } from '../verbs/verb.js';
 import { CallEndWatch } from './end-watch.js';
 import { type SharedBucket, withRoomFor } from './fair-share.js';

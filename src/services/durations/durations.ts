@@ -1,12 +1,10 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { instant, oneOf } from '../../kernel/values.js';
-import type { Store } from '../../store/db.js';
+import type { Db, Store } from '../../store/db.js';
 import type { DB, DurationTable } from '../../store/tables.js';
 import { type HeartbeatRecorded, LATE_AFTER_INTERVALS } from '../machines/machines.js';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export type DurationKind = DurationTable['kind'];
 export const DURATION_KINDS: readonly DurationKind[] = ['apply', 'heartbeat_gap', 'plan_tier', 'build'];

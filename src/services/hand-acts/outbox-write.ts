@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../seats/seats.js';
+import type { Db } from '../../store/db.js';
 
 /** The bucket an outbox row goes to (migrations/0007_record_outbox.ts). */
 export type RecordBucket = 'handActs' | 'calls';

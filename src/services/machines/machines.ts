@@ -1,8 +1,7 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { checkName } from '../../kernel/names.js';
+import type { Db } from '../../store/db.js';
 import type { DB } from '../../store/tables.js';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export type MachineState = 'UP' | 'LATE' | 'SILENT';
 

@@ -1,10 +1,8 @@
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { checkName, prefixEnd } from '../../kernel/names.js';
 import { keyCursor, keyPageOf, type PageRequest } from '../../kernel/pages.js';
-import type { DB } from '../../store/tables.js';
+import type { Db } from '../../store/db.js';
 import { heardBoundsOf, type Judging, type Machine, type MachineState, machineQuery, toMachine } from './machines.js';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 export interface MachinePageFilter {
   site?: string | null;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { byName } from '../../kernel/names.js';
-import type { Db } from '../seats/seats.js';
+import type { Db } from '../../store/db.js';
 import { PLAN_MACHINES_MAX } from './plan.js';
 
 /** What one machine was sent of a plan and what it answered: its plan_apply row. */

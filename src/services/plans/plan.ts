@@ -3,8 +3,8 @@ import { Invalid, NotFound } from '../../kernel/errors.js';
 import { newId } from '../../kernel/ids.js';
 import { checkName } from '../../kernel/names.js';
 import { oneOf } from '../../kernel/values.js';
+import type { Db } from '../../store/db.js';
 import type { PlanTable } from '../../store/tables.js';
-import type { Db } from '../seats/seats.js';
 
 export const PLAN_STATES = ['QUEUED', 'OPEN', 'STOPPED', 'DONE', 'CLOSED'] as const;
 export type PlanState = (typeof PLAN_STATES)[number];

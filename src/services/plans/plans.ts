@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
-import type { Store } from '../../store/db.js';
+import type { Db, Store } from '../../store/db.js';
 import type { MeshEvents } from '../events.js';
 import type { Catalogue } from '../seats/catalogue.js';
-import { type Db, lockSeat, seatByName } from '../seats/seats.js';
+import { lockSeat, seatByName } from '../seats/seats.js';
 import { newPlanId, type Plan, toPlan } from './plan.js';
 import { announceOpened, openRollouts, publishApplies, type RolloutMesh, releaseQueuedBehind, startTier } from './rollout.js';
 import { checkTierHolders, checkTiers, defaultTiers } from './tiers.js';

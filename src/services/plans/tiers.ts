@@ -1,7 +1,7 @@
 import { Conflict, Invalid, NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
+import type { Db } from '../../store/db.js';
 import { listHoldings } from '../seats/holdings.js';
-import type { Db } from '../seats/seats.js';
 import { PLAN_MACHINES_MAX } from './plan.js';
 
 /**

@@ -1,6 +1,6 @@
+import type { Db } from '../../store/db.js';
 import { type HandActLog, leaveHandAct } from '../hand-acts/hand-acts.js';
 import type { ActOutbox } from '../hand-acts/outbox-write.js';
-import type { Db } from '../seats/seats.js';
 import { actingVerb, readingVerb, type VerbCall } from '../verbs/verb.js';
 import { listPlans, type Plan } from './plan.js';
 import { type BeforeCommit, closePlan, type PlansMesh, push, stopPlan } from './plans.js';

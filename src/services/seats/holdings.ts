@@ -2,10 +2,11 @@ import { type Kysely, sql } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import { byName, checkName } from '../../kernel/names.js';
 import { freeText } from '../../kernel/values.js';
+import type { Db } from '../../store/db.js';
 import type { DB } from '../../store/tables.js';
 import type { Catalogue } from './catalogue.js';
 import { SEAT_SCOPE_MAX } from './define.js';
-import { type Db, lockSeat, SEAT_NAMES, type Seat, seatByName } from './seats.js';
+import { lockSeat, SEAT_NAMES, type Seat, seatByName } from './seats.js';
 
 export interface Holding {
   seat: string;

@@ -1,9 +1,10 @@
 import { type RawBuilder, sql } from 'kysely';
 import { checkName, prefixEnd } from '../../kernel/names.js';
 import { keyCursor, keyPageOf, type PageRequest } from '../../kernel/pages.js';
+import type { Db } from '../../store/db.js';
 import type { Catalogue } from './catalogue.js';
 import type { Holding, HoldingFilter } from './holdings.js';
-import { type Db, SEAT_NAMES, type Seat, seatQuery, toSeat } from './seats.js';
+import { SEAT_NAMES, type Seat, seatQuery, toSeat } from './seats.js';
 
 export interface SeatPageFilter {
   /** Only seats whose canonical name starts with this (itself a name by the one rule). */

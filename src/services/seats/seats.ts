@@ -1,11 +1,12 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
+import type { Db } from '../../store/db.js';
 import type { DB, SeatRow } from '../../store/tables.js';
 import { readNames, readVerbs } from '../verbs/protocol.js';
 import type { Catalogue, SeatDefinition } from './catalogue.js';
 
-/** Any store handle: the database or a transaction open on it. */
-export type Db = Kysely<DB> | Transaction<DB>;
+/** Any store handle, re-exported until the seat resolvers import it from the store (issue 36). */
+export type { Db };
 
 export interface Seat extends SeatDefinition {}
 

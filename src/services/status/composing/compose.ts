@@ -1,5 +1,6 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { byName } from '../../../kernel/names.js';
+import type { Db } from '../../../store/db.js';
 import type { DB } from '../../../store/tables.js';
 import { type CallsMesh, countRunningCalls } from '../../calls/records.js';
 import { countHandActsSince, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../../hand-acts/hand-acts.js';
@@ -8,8 +9,6 @@ import { readTiers } from '../../plans/plan.js';
 import { listHoldings } from '../../seats/holdings.js';
 import type { Composition, PlanStatus, RepeatedCauseStatus } from '../composition.js';
 import { type MachineRow, MeshView, type TouchedRow } from './incremental.js';
-
-type Db = Kysely<DB> | Transaction<DB>;
 
 /** What a composition takes from outside the store: running calls and the week's hand-acts. */
 export interface CompositionSources {
