@@ -33,7 +33,10 @@ import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
 import * as compose from '../src/services/status/composing/compose.js';
 import * as composer from '../src/services/status/composing/composer.js';
+import * as composeCrossing from '../src/services/status/composing/crossing.js';
 import * as composePoke from '../src/services/status/composing/poke.js';
+import * as pokeGathering from '../src/services/status/composing/poke-gathering.js';
+import * as composeScheduler from '../src/services/status/composing/scheduler.js';
 import * as composeStep from '../src/services/status/composing/step.js';
 import * as composition from '../src/services/status/composition.js';
 import * as feed from '../src/services/status/live/feed.js';
@@ -81,6 +84,9 @@ const modules = [
   resends,
   leases,
   composer,
+  composeCrossing,
+  composeScheduler,
+  pokeGathering,
   composition,
   statusCounts,
   feed,

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { NATS_OPEN_WARNING, natsOpenBehindClosedDoors } from '../services/access/open-nats.js';
 import type { Mesh } from '../services/mesh.js';
-import { COMPOSE_EVERY_MS } from '../services/status/composing/composer.js';
+import { COMPOSE_EVERY_MS } from '../services/status/composing/scheduler.js';
 
 /** How long `/ready` waits for the store's `select 1` before it calls the store down. */
 export const STORE_CHECK_TIMEOUT_MS = 1_000;

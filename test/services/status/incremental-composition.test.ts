@@ -11,7 +11,7 @@ import {
   composeIncrementally,
   meshSources,
 } from '../../../src/services/status/composing/compose.js';
-import { nextCrossing } from '../../../src/services/status/composing/composer.js';
+import { nextCrossing } from '../../../src/services/status/composing/crossing.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';

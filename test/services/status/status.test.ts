@@ -6,7 +6,7 @@ import { recordHeartbeats } from '../../../src/services/machines/machines.js';
 import { push } from '../../../src/services/plans/plans.js';
 import { defineSeat } from '../../../src/services/seats/define.js';
 import { type CompositionSources, compose } from '../../../src/services/status/composing/compose.js';
-import { COMPOSE_MIN_GAP_MS } from '../../../src/services/status/composing/composer.js';
+import { COMPOSE_MIN_GAP_MS } from '../../../src/services/status/composing/scheduler.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { followLatest } from '../../../src/services/status/live/latest.js';
 import { compositionAssembler, encodeComposition } from '../../../src/services/status/replicating/wire.js';

@@ -10,52 +10,17 @@ import type { Store } from '../../../store/db.js';
 import type { CallsMesh } from '../../calls/records.js';
 import type { MeshEvents } from '../../events.js';
 import type { HandActLog } from '../../hand-acts/hand-acts.js';
-import { nextStateChangeMs } from '../../machines/machines.js';
 import type { NewsHearing } from '../../news/hearing.js';
-import type { Leases } from '../../replicas/leases.js';
 import type { Composition, StatusFeed } from '../composition.js';
 import { ServingFenced } from '../replicating/stream-publisher.js';
 import { publishComposition } from '../replicating/wire.js';
 import { type CompositionSources, meshSources } from './compose.js';
+import { CROSSING_RECHECK_MS, CROSSING_SLACK_MS } from './crossing.js';
 import { type ComposeTrigger, composeSubject, POKE_MACHINES_MAX, pokeBody, readPoke } from './poke.js';
+import { POKE_GATHER_MS } from './poke-gathering.js';
+import { COMPOSE_EVERY_MS, COMPOSE_MIN_GAP_MS, COMPOSE_RETRY_MS } from './scheduler.js';
+import type { ServingLease } from './serving-lease.js';
 import { type ComposeStep, composeStep, type Step } from './step.js';
-
-/** At most one composition starts per this many ms (4 a second) however much news arrives. */
-export const COMPOSE_MIN_GAP_MS = 250;
-/** The serving replica composes at least this often, so states by heartbeat age move without news. */
-export const COMPOSE_EVERY_MS = 60_000;
-/** Local triggers are gathered this long into one request to the serving replica. */
-export const POKE_GATHER_MS = 10;
-
-/**
- * A composition that failed because the store is unavailable is asked again this long after, so
- * compositions (and the crossing timer, set by each one) resume by themselves once it is back.
- */
-export const COMPOSE_RETRY_MS = 2_000;
-
-/** While the news written is behind a machine's crossing that the clock has passed, the watermark is read this often. */
-export const CROSSING_RECHECK_MS = 100;
-
-/** A state boundary is asked for this long after it is crossed, so the composition sees the machine past it. */
-export const CROSSING_SLACK_MS = 5;
-
-/**
- * The earliest heard instant after a composition at which a machine of it changes state by heartbeat
- * age alone (UP → LATE, LATE → SILENT); undefined when none will. One pass over the machines.
- * The composer takes the same instant from its composing pass (`MeshView.crossingMs`), cheaper.
- */
-export function nextCrossing(composition: Composition, heartbeatSeconds: number): Date | undefined {
-  const judging = { heardUntilMs: Date.parse(composition.heardUntil ?? composition.composedAt), heartbeatSeconds };
-  let earliest: number | undefined;
-  for (const machine of composition.machines) {
-    const at = nextStateChangeMs(Date.parse(machine.lastHeardAt), judging);
-    if (at !== undefined && (earliest === undefined || at < earliest)) earliest = at;
-  }
-  return earliest === undefined ? undefined : new Date(earliest);
-}
-
-/** What the composer needs of the serving lease (src/services/replicas/leases.ts). */
-export type ServingLease = Pick<Leases, 'isServing' | 'onServingChange'>;
 
 /** What the composer needs of the mesh: the store, the bus and subjects, the leases bucket, the feed and lease of this replica. */
 export type ComposerMesh = CallsMesh &
