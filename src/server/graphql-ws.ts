@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { WebSocket, type WebSocketServer } from 'ws';
 import { type Fanout, type Group, markLiveContext, type PreparedOperation } from '../fanout/engine.js';
 import { operationKey } from '../fanout/operation-key.js';
-import type { GatewayContext } from '../schema/context.js';
+import type { GatewayContext } from '../schema/support/context.js';
 import type { Caller } from '../services/access/caller.js';
 import type { Access } from '../services/access/tokens.js';
 import { type AccessLog, requestIdOf } from './access-log.js';

@@ -1,8 +1,8 @@
 import { GraphQLError } from 'graphql';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { LIVE_WAITING_MAX, LiveQueue, type LiveStep } from '../../src/kernel/live-queue.js';
-import { followed, followedItem } from '../../src/resolvers/live-follow.js';
-import type { GatewayContext } from '../../src/schema/context.js';
+import type { GatewayContext } from '../../src/schema/support/context.js';
+import { followed, followedItem } from '../../src/schema/support/live-follow.js';
 import { useGateway } from '../fixtures/gateway.js';
 import { anAgent, eventually, type Received, sseSubscribe, wsSubscribe } from '../fixtures/live.js';
 import { aMachine } from '../fixtures/mesh.js';
