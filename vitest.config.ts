@@ -70,7 +70,7 @@ const OWN_PROCESS = [
 ];
 /** Lowers the priority of every file but the bad day's (and of what it starts). */
 const YIELD_CPU = 'test/yield-cpu.ts';
-const TYPE_TESTS = ['test/services/calls/verb-types.test.ts'];
+const TYPE_TESTS = ['test/services/verbs/verb-types.test.ts'];
 
 export default defineConfig({
   // graphql ships CJS (main) and ESM (module); Node hands the libraries the CJS one, so the tests
