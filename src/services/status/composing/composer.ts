@@ -1,4 +1,3 @@
-import type { Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Buckets } from '../../../bus/buckets.js';
 import type { Bus } from '../../../bus/nats.js';
@@ -15,11 +14,11 @@ import type { Composition, StatusFeed } from '../composition.js';
 import { ServingFenced } from '../replicating/stream-publisher.js';
 import { publishComposition } from '../replicating/wire.js';
 import { type CompositionSources, meshSources } from './compose.js';
-import { CROSSING_RECHECK_MS, CROSSING_SLACK_MS } from './crossing.js';
-import { type ComposeTrigger, composeSubject, POKE_MACHINES_MAX, pokeBody, readPoke } from './poke.js';
-import { POKE_GATHER_MS } from './poke-gathering.js';
-import { COMPOSE_EVERY_MS, COMPOSE_MIN_GAP_MS, COMPOSE_RETRY_MS } from './scheduler.js';
-import type { ServingLease } from './serving-lease.js';
+import { type CrossingTimer, crossingTimer } from './crossing.js';
+import type { ComposeTrigger } from './poke.js';
+import { gatherPokes } from './poke-gathering.js';
+import { COMPOSE_RETRY_MS, composeScheduler, type Scheduled } from './scheduler.js';
+import { followServingLease, type ServingLease } from './serving-lease.js';
 import { type ComposeStep, composeStep, type Step } from './step.js';
 
 /** What the composer needs of the mesh: the store, the bus and subjects, the leases bucket, the feed and lease of this replica. */
@@ -86,250 +85,160 @@ async function lastSeqKept(mesh: ComposerMesh): Promise<number> {
  * one started per COMPOSE_MIN_GAP_MS, and the triggers gathered meanwhile make the next one's
  * trigger. Each composition is full or incremental, as `step.ts` chooses (docs/status.md).
  * The seq continues from the highest heard on `<subjects>.status` or kept under SEQ_KEY,
- * so it only grows, across replicas and across a stop of them all.
+ * so it only grows, across replicas and across a stop of them all. The rooms it wires: the
+ * scheduler (scheduler.ts), the crossing timer (crossing.ts), the poke gathering
+ * (poke-gathering.ts), the serving lease (serving-lease.ts).
  */
 export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lease?: ServingLease; sources?: CompositionSources } = {}): Composer {
   const feed = deps.feed ?? mesh.status;
   const lease = deps.lease ?? mesh.leases;
-  const sources = deps.sources ?? meshSources(mesh);
   const stats: ComposerStats = { compositions: 0, full: 0, incremental: 0, failures: 0, dropped: 0, lastTookMs: undefined, lastSeq: 0 };
   const step: ComposeStep = tracedCompositions(composeStep(mesh.db));
-  const triggers = new Set<ComposeTrigger>();
-  let inFlight: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let lastStart = 0;
-  let stopped = false;
   let composedOnce = false;
-  let crossing: NodeJS.Timeout | undefined;
-  let retry: NodeJS.Timeout | undefined;
-
-  // A machine turns LATE or SILENT with time, not news: compose when the earliest one crosses
-  // (found while composing: a pass over 100,000 machines' ISO instants here costs ~200 ms). The
-  // crossing is a heard instant: when the wall clock has passed it but the news written has not
-  // (this gateway is behind), the composition waits for the watermark to pass it, not the clock.
-  let crossingHeard: number | undefined;
-  const awaitCrossing = () => {
-    if (crossing) clearTimeout(crossing);
-    crossing = undefined;
-    crossingHeard = undefined;
-    const at = step.crossing();
-    if (!at || stopped) return;
-    const wait = at.getTime() - Date.now();
-    if (wait < 0 && mesh.hearing) {
-      // Behind: the watermark is read again every CROSSING_RECHECK_MS until it passes the crossing.
-      crossingHeard = at.getTime();
-      crossing = setTimeout(function recheck() {
-        if (crossingHeard === undefined || stopped) return;
-        void mesh.hearing?.refresh();
-        crossing = setTimeout(recheck, CROSSING_RECHECK_MS);
-        crossing.unref();
-      }, CROSSING_RECHECK_MS);
-      crossing.unref();
-      return;
-    }
-    if (wait + CROSSING_SLACK_MS >= COMPOSE_EVERY_MS) return; // the minute's composition comes first
-    crossing = setTimeout(() => {
-      crossing = undefined;
-      request('state-change');
-    }, Math.max(0, wait) + CROSSING_SLACK_MS);
-    crossing.unref();
-  };
-  // Every composition heard (this replica's, or another's followed from the status stream) tells
-  // the hearing which states were shown, so no deaf span learned later reaches back past them.
-  const tellShown = (c: Composition | undefined) => {
-    if (c) mesh.hearing?.shown?.(Date.parse(c.heardUntil ?? c.composedAt), Date.parse(c.composedAt));
-  };
-  tellShown(feed.current());
-  const offShown = feed.subscribe(tellShown);
-  const offHeard = mesh.hearing?.onRead((heard) => {
-    if (crossingHeard === undefined || heard.heardUntilMs < crossingHeard) return;
-    crossingHeard = undefined;
-    request('state-change');
+  const crossing = crossingTimer(mesh.hearing, (trigger) => scheduler.request(trigger));
+  const compose = oneComposition(mesh, { feed, lease, sources: deps.sources ?? meshSources(mesh), step, stats, crossing });
+  const scheduler = composeScheduler({
+    serving: () => lease.isServing(),
+    asked: (trigger, machines) => step.ask(trigger, machines),
+    compose: (triggers, began) => {
+      composedOnce = true;
+      return compose(triggers, began);
+    },
+  });
+  const offShown = tellHearingShown(feed, mesh.hearing);
+  const pokes = gatherPokes({ nc: mesh.bus.nc, root: mesh.subjects.root, serving: () => lease.isServing(), request: scheduler.request }, mesh.events);
+  const offLease = followServingLease({
+    lease,
+    feed,
+    logger: mesh.logger,
+    replica: mesh.config.replica,
+    composedOnce: () => composedOnce,
+    compose: (trigger) => scheduler.request(trigger),
+    stopComposing: () => {
+      scheduler.clear();
+      step.forget();
+    },
+    // A replica that does not serve asks for a composition, so it has one to answer with.
+    notServing: () => pokes.poke('replica-joined'),
   });
 
-  const run = () => {
-    const asked = [...triggers];
+  return {
+    request: scheduler.request,
+    poke: pokes.poke,
+    serving: () => lease.isServing(),
+    composing: scheduler.composing,
+    stats,
+    async stop() {
+      crossing.stop();
+      pokes.stop();
+      offLease();
+      offShown();
+      await scheduler.stop();
+    },
+  };
+}
+
+// Every composition heard (this replica's, or another's followed from the status stream) tells
+// the hearing which states were shown, so no deaf span learned later reaches back past them.
+function tellHearingShown(feed: StatusFeed, hearing: ComposerMesh['hearing']): () => void {
+  const tellShown = (c: Composition | undefined) => {
+    if (c) hearing?.shown?.(Date.parse(c.heardUntil ?? c.composedAt), Date.parse(c.composedAt));
+  };
+  tellShown(feed.current());
+  return feed.subscribe(tellShown);
+}
+
+/** What one composition is made with, besides the mesh. */
+interface Composing {
+  feed: StatusFeed;
+  lease: ServingLease;
+  sources: CompositionSources;
+  step: ComposeStep;
+  stats: ComposerStats;
+  crossing: CrossingTimer;
+}
+
+/**
+ * One composition of the triggers asked: its seq, made by the step, published unless this replica
+ * lost the lease meanwhile, the crossing timer set from it, its seq kept. A failure is logged, and
+ * answered `retry` when the store or NATS is away.
+ */
+function oneComposition(mesh: ComposerMesh, c: Composing): Scheduled['compose'] {
+  const { feed, lease, step, stats } = c;
+  return (asked, began) => {
     const trigger = asked.join(',');
-    triggers.clear();
     const taken: Step = step.take();
-    lastStart = Date.now();
-    composedOnce = true;
     let seq = 0;
     // The watermark is read before the store: every row read after it holds the news written up to it.
-    inFlight = Promise.all([lastSeqKept(mesh), mesh.hearing?.refresh()])
+    return Promise.all([lastSeqKept(mesh), mesh.hearing?.refresh()])
       .then(([kept, heard]) => {
         seq = Math.max(stats.lastSeq, feed.current()?.seq ?? 0, kept) + 1;
         stats.lastSeq = seq;
         // The gap is kept between the instants compositions are composed at (their composedAt),
         // not between requests: the seq read before it takes a varying few milliseconds.
-        lastStart = Date.now();
+        began();
         return step.compose(taken, {
           seq,
           controller: mesh.config.controller,
           servingReplica: mesh.config.replica,
           trigger,
           heartbeatSeconds: mesh.config.heartbeatSeconds,
-          sources,
+          sources: c.sources,
           heardUntil: heard ? new Date(heard.heardUntilMs) : undefined,
+          heard: heard?.machines,
           deaf: heard?.deaf,
           shown: feed.current(),
         });
       })
-      .then(async (composition) => {
+      .then(async (composition): Promise<'done' | 'retry'> => {
         // A replica frozen while composing (a GC pause, a suspended VM) may have lost the lease
         // meanwhile, and another composed past it: what it made then is stale, never published.
         if (!lease.isServing() || (feed.current()?.seq ?? 0) >= seq) {
           stats.dropped++;
           step.forget();
           mesh.logger.warn({ seq, trigger, replica: mesh.config.replica }, 'a composition made while this replica lost the serving lease is dropped');
-          return;
+          return 'done';
         }
         stats.compositions++;
         stats[taken.full ? 'full' : 'incremental']++;
         stats.lastTookMs = composition.tookMs;
         // Through the status stream when the feed has one (deltas, snapshots), else whole on `<subjects>.status`.
         await (feed.publish ? feed.publish(composition, ...asked) : publishComposition(mesh.bus.nc, mesh.subjects.status, composition));
-        awaitCrossing();
+        c.crossing.arm(step.crossing());
         // Published already: a seq not kept (its stream electing a leader) is kept with the next composition, not a failure.
         await mesh.buckets?.leases
           .put(SEQ_KEY, String(seq))
           .catch((err) => mesh.logger.warn({ err: String(err), seq }, 'the status seq could not be kept: it is kept with the next composition'));
         mesh.logger.debug({ seq, trigger, tookMs: composition.tookMs, machines: composition.machines.length }, 'status composed');
+        return 'done';
       })
-      .catch((err) => {
-        if (err instanceof ServingFenced) {
-          stats.dropped++;
-          step.forget();
-          return mesh.logger.warn(
-            { seq, trigger, replica: mesh.config.replica, err: err.message },
-            'a composition made while this replica lost the serving lease is dropped',
-          );
-        }
-        stats.failures++;
-        step.forget(); // the next composition is a full one
-        const away = isStoreUnavailable(err) ? 'the store' : isLeaderless(err) ? 'NATS' : undefined;
-        if (!away) return mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
-        // An outage the operator sees already: the last composition is still served from memory,
-        // and this one is asked again shortly (a replica that lost the lease meanwhile asks nothing).
-        mesh.logger.warn({ err: String(err), seq, trigger, retryInMs: COMPOSE_RETRY_MS }, `composing the status failed: ${away} is unavailable`);
-        if (retry || stopped) return;
-        retry = setTimeout(() => {
-          retry = undefined;
-          for (const t of asked.length ? asked : (['retry'] as const)) request(t);
-        }, COMPOSE_RETRY_MS);
-        retry.unref();
-      })
-      .finally(() => {
-        inFlight = undefined;
-        kick();
-      });
+      .catch((err) => compositionFailed(mesh, c, err, { seq, trigger }));
   };
+}
 
-  const kick = () => {
-    if (stopped || inFlight || timer || triggers.size === 0) return;
-    if (!lease.isServing()) return triggers.clear();
-    const wait = lastStart + COMPOSE_MIN_GAP_MS - Date.now();
-    if (wait > 0) {
-      timer = setTimeout(() => {
-        timer = undefined;
-        kick();
-      }, wait);
-      return;
-    }
-    run();
-  };
-
-  const request = (trigger: ComposeTrigger, machines?: readonly string[]) => {
-    if (stopped || !lease.isServing()) return;
-    triggers.add(trigger);
-    step.ask(trigger, machines);
-    kick();
-  };
-
-  const pokes = new Set<ComposeTrigger>();
-  const poked = new Set<string>();
-  let pokeTimer: NodeJS.Timeout | undefined;
-  // The machines news named travel with the triggers, POKE_MACHINES_MAX a message. The serving
-  // replica asks its own composer: a round trip through NATS to itself would only add latency.
-  const poke = (trigger: ComposeTrigger, machines?: readonly string[]) => {
-    if (stopped) return;
-    pokes.add(trigger);
-    for (const m of machines ?? []) poked.add(m);
-    pokeTimer ??= setTimeout(() => {
-      pokeTimer = undefined;
-      const names = [...poked];
-      const asked = [...pokes];
-      pokes.clear();
-      poked.clear();
-      if (lease.isServing()) {
-        for (const t of asked) request(t, t === 'news' ? names : undefined);
-        return;
-      }
-      const subject = composeSubject(mesh.subjects.root);
-      for (let i = 0; i === 0 || i < names.length; i += POKE_MACHINES_MAX) mesh.bus.nc.publish(subject, pokeBody(asked, names.slice(i, i + POKE_MACHINES_MAX)));
-    }, POKE_GATHER_MS);
-  };
-
-  const pokeSub: Subscription = mesh.bus.nc.subscribe(composeSubject(mesh.subjects.root), {
-    callback: (err, msg) => {
-      if (err || !lease.isServing()) return;
-      const { triggers: names, machines } = readPoke(msg.data);
-      for (const t of names) request(t, t === 'news' ? machines : undefined);
-    },
-  });
-
-  const onNews = (kind: 'machine' | 'build', machines?: readonly string[]) => (kind === 'build' ? poke('build') : poke('news', machines ?? []));
-  const onActed = () => poke('acted');
-  const onPlan = () => poke('plan');
-  mesh.events.on('news', onNews);
-  mesh.events.on('acted', onActed);
-  mesh.events.on('plan-changed', onPlan);
-
-  const took = (trigger: ComposeTrigger) => {
-    mesh.logger.info({ replica: mesh.config.replica, trigger }, 'took the serving lease: composing the status');
-    request(trigger);
-  };
-  const offLease = lease.onServingChange((held) => {
-    // A takeover first reads what the replica before showed (the stream, now): what it showed is
-    // each state's floor, and a replica that was frozen holds an older one (docs/status.md).
-    if (held && (composedOnce || feed.current())) void (feed.readUpToNow?.() ?? Promise.resolve()).then(() => lease.isServing() && took('takeover'));
-    else if (held) took('start');
-    else {
-      mesh.logger.warn({ replica: mesh.config.replica }, 'lost the serving lease: no longer composing');
-      triggers.clear();
-      step.forget();
-    }
-  });
-  if (lease.isServing()) took('start');
-  // A replica that does not serve asks for a composition, so it has one to answer with.
-  else poke('replica-joined');
-
-  const minute = setInterval(() => request('minute'), COMPOSE_EVERY_MS);
-  minute.unref();
-
-  return {
-    request,
-    poke,
-    serving: () => lease.isServing(),
-    composing: () => inFlight !== undefined,
-    stats,
-    async stop() {
-      stopped = true;
-      clearInterval(minute);
-      if (timer) clearTimeout(timer);
-      if (crossing) clearTimeout(crossing);
-      if (retry) clearTimeout(retry);
-      if (pokeTimer) clearTimeout(pokeTimer);
-      offLease();
-      offHeard?.();
-      offShown();
-      pokeSub.unsubscribe();
-      mesh.events.off('news', onNews);
-      mesh.events.off('acted', onActed);
-      mesh.events.off('plan-changed', onPlan);
-      await inFlight;
-    },
-  };
+// A composition fenced off (the lease lost) is dropped; one that failed leaves the next one full.
+function compositionFailed(mesh: ComposerMesh, c: Composing, err: unknown, at: { seq: number; trigger: string }): 'done' | 'retry' {
+  const { seq, trigger } = at;
+  if (err instanceof ServingFenced) {
+    c.stats.dropped++;
+    c.step.forget();
+    mesh.logger.warn(
+      { seq, trigger, replica: mesh.config.replica, err: err.message },
+      'a composition made while this replica lost the serving lease is dropped',
+    );
+    return 'done';
+  }
+  c.stats.failures++;
+  c.step.forget(); // the next composition is a full one
+  const away = isStoreUnavailable(err) ? 'the store' : isLeaderless(err) ? 'NATS' : undefined;
+  if (!away) {
+    mesh.logger.error({ err, seq, trigger }, 'composing the status failed');
+    return 'done';
+  }
+  // An outage the operator sees already: the last composition is still served from memory,
+  // and this one is asked again shortly (a replica that lost the lease meanwhile asks nothing).
+  mesh.logger.warn({ err: String(err), seq, trigger, retryInMs: COMPOSE_RETRY_MS }, `composing the status failed: ${away} is unavailable`);
+  return 'retry';
 }
 
 /** The step with each composition in a span of its own, a trace of its own: many causes ask for one. */
