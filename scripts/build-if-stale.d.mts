@@ -8,7 +8,7 @@ export type Builder = (root: string) => string[] | undefined | void | Promise<st
 
 export const RECORDS: string;
 
-export const PARTS: Record<PartName, { sources: string[]; made: string; builder: string; build: Builder }>;
+export const PARTS: Record<PartName, { sources: string[]; files: RegExp; made: string; builder: string; build: Builder }>;
 
 export function staleness(root: string, name: PartName): string | undefined;
 

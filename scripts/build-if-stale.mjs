@@ -24,27 +24,30 @@ const NOT_SOURCES = new Set(['node_modules', 'dist', '.git']);
 export const PARTS = {
   gateway: {
     sources: ['src', 'migrations', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'],
+    // What tsc reads: a README or a .graphql document beside the code changes nothing it emits.
+    files: /\.[cm]?[jt]s$|\.json$/,
     made: 'dist/src/main.js',
     builder: 'typescript',
     build: buildGateway,
   },
   dashboard: {
     sources: ['dashboard', 'package-lock.json'],
+    files: /./,
     made: 'dist/dashboard/index.html',
     builder: 'vite',
     build: buildDashboard,
   },
 };
 
-/** Every file under `path` (a file or a folder, from `root`), as its path from the root: its modification time and size. */
-function fingerprint(root, paths, into = {}) {
+/** Every file of `paths` (files or folders, from `root`) whose name matches `files`, by its path from the root: its modification time and size. */
+function fingerprint(root, paths, files = /./, into = {}) {
   for (const path of paths) {
     const full = join(root, path);
     if (!existsSync(full)) continue;
     const stat = statSync(full);
     if (stat.isDirectory()) {
-      for (const name of readdirSync(full)) if (!NOT_SOURCES.has(name)) fingerprint(root, [join(path, name)], into);
-    } else into[path.split(sep).join('/')] = `${stat.mtimeMs} ${stat.size}`;
+      for (const name of readdirSync(full)) if (!NOT_SOURCES.has(name)) fingerprint(root, [join(path, name)], files, into);
+    } else if (files.test(path)) into[path.split(sep).join('/')] = `${stat.mtimeMs} ${stat.size}`;
   }
   return into;
 }
@@ -68,7 +71,7 @@ export function staleness(root, name) {
   if (!existsSync(join(root, part.made))) return `${part.made} is missing`;
   const record = readRecord(root, name);
   if (!record) return 'no record of its last build';
-  const now = fingerprint(root, [...part.sources, ...record.bundled]);
+  const now = { ...fingerprint(root, part.sources, part.files), ...fingerprint(root, record.bundled) };
   for (const path of Object.keys(now)) {
     if (!(path in record.sources)) return `${path} is new`;
     if (now[path] !== record.sources[path]) return `${path} changed`;
@@ -100,7 +103,7 @@ export async function buildIfStale(root, { names = Object.keys(PARTS), always = 
       continue;
     }
     log(`${name}: building (${why})`);
-    const sources = fingerprint(root, part.sources);
+    const sources = fingerprint(root, part.sources, part.files);
     rmSync(recordOf(root, name), { force: true });
     const bundled = ((await build(root)) ?? []).filter((path) => !(path in sources));
     mkdirSync(join(root, RECORDS), { recursive: true });

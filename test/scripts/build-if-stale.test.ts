@@ -64,6 +64,9 @@ test('a source touched rebuilds the part built from it, and only that part', asy
   // A module of the gateway the dashboard bundles is a source of both.
   touch(BUNDLED);
   expect(await start()).toEqual(['gateway', 'dashboard']);
+  // A file tsc does not read (a folder's README) is no source of the gateway.
+  write('src/server/README.md');
+  expect(await start()).toEqual([]);
   touch('package-lock.json');
   expect(await start()).toEqual(['gateway', 'dashboard']);
   expect(await start()).toEqual([]);
