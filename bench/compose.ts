@@ -17,7 +17,7 @@ import { type CompositionSources, compose, composeFully, composeIncrementally } 
 import { nextCrossing } from '../src/services/status/composing/crossing.js';
 import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composing/scheduler.js';
 import { INCREMENTAL_TRIGGERS } from '../src/services/status/composing/step.js';
-import { encodeComposition } from '../src/services/status/replicating/wire.js';
+import { encodeComposition } from '../src/services/status/replicating/encode.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import { deleteControllerStreams } from './streams.js';

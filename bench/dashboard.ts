@@ -1,7 +1,7 @@
 import { cpus, loadavg } from 'node:os';
 import { chromium, type Page } from 'playwright-core';
 import type { Composition } from '../src/services/status/composition.js';
-import { publishComposition } from '../src/services/status/replicating/wire.js';
+import { publishComposition } from '../src/services/status/replicating/encode.js';
 import { aComposition, everyMachineHeard, oneMachineChanged } from '../test/fixtures/compositions.js';
 import { startTestGateway, testEnv } from '../test/fixtures/services.js';
 

@@ -14,7 +14,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { loadConfig } from '../src/config.js';
 import { startGateway } from '../src/gateway.js';
 import type { Composition } from '../src/services/status/composition.js';
-import { publishComposition } from '../src/services/status/replicating/wire.js';
+import { publishComposition } from '../src/services/status/replicating/encode.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
 import { compiledBench } from './compiled.js';
 import { profilerCommands } from './profile.js';

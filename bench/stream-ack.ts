@@ -5,7 +5,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { ensureStatusStream, statusStreamName } from '../src/bus/status-stream.js';
 import { diffCompositions } from '../src/services/status/delta/delta.js';
-import { encodeStreamEntry } from '../src/services/status/replicating/wire.js';
+import { encodeStreamEntry } from '../src/services/status/replicating/encode.js';
 import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
 
 // What the serving replica's wait for the status stream's acknowledgement costs (issue 24,

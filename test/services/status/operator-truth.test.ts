@@ -2,7 +2,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { startGateway } from '../../../src/gateway.js';
-import { publishComposition } from '../../../src/services/status/replicating/wire.js';
+import { publishComposition } from '../../../src/services/status/replicating/encode.js';
 import { natsCall as callOverNats } from '../../fixtures/calls.js';
 import { aComposition } from '../../fixtures/compositions.js';
 import { useGateway } from '../../fixtures/gateway.js';

@@ -7,7 +7,8 @@ import type { ComposeTrigger } from '../composing/poke.js';
 import type { Composition, MachineStatus } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
-import { encodeStreamEntry, type StatusSealing } from './wire.js';
+import { encodeStreamEntry } from './encode.js';
+import type { StatusSealing } from './wire.js';
 
 /** The serving replica puts a whole composition into the status stream at least this often (and on a takeover). */
 export const SNAPSHOT_EVERY_MS = 60_000;

@@ -1,14 +1,11 @@
 import { promisify } from 'node:util';
-import { gunzip, gzip, type ZlibOptions, constants as zlib } from 'node:zlib';
-import { headers, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import { gunzip, type ZlibOptions } from 'node:zlib';
+import type { Msg, MsgHdrs } from '@nats-io/transport-node';
 import type { Composition } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
 
-const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip) as (data: Buffer, options: ZlibOptions) => Promise<Buffer>;
 
-/** Room left in a NATS message for headers and protocol framing. */
-const PAYLOAD_HEADROOM = 8 * 1024;
 /** A status message is cut into at most this many parts: a reader refuses a header saying more, a writer never writes more. */
 export const STATUS_PARTS_MAX = 10_000;
 /**
@@ -35,7 +32,7 @@ export const STATUS_SEQ_JUMP_MAX = 100_000_000;
 /** Whether `n` can be a composition's seq (STATUS_SEQ_MAX). */
 export const isStatusSeq = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 && n <= STATUS_SEQ_MAX;
 
-const SEQ_HEADER = 'Mesh-Status-Seq';
+export const SEQ_HEADER = 'Mesh-Status-Seq';
 export const PART_HEADER = 'Mesh-Status-Part';
 /** The replica that published a status message, its serving term, the id of the key that sealed it, and the seal (HMAC, base64url). */
 export const REPLICA_HEADER = 'Mesh-Status-Replica';
@@ -96,94 +93,13 @@ export class StatusRefused extends Error {
 
 /** `snapshot` (a whole composition) or `delta` (from `Mesh-Status-Base` to `Mesh-Status-Seq`); absent on `<subjects>.status`, where every message is a whole composition. */
 export const KIND_HEADER = 'Mesh-Status-Kind';
-const BASE_HEADER = 'Mesh-Status-Base';
+export const BASE_HEADER = 'Mesh-Status-Base';
 /** On a delta: the stream sequence of the first message of the last snapshot before it, where a reader rebuilds from. */
-const SNAPSHOT_HEADER = 'Mesh-Status-Snapshot';
+export const SNAPSHOT_HEADER = 'Mesh-Status-Snapshot';
 /** On every message: the composition's machines UP, LATE and SILENT (`<up> <late> <silent>`), what statusCounts reads back without the bodies. */
 export const COUNTS_HEADER = 'Mesh-Status-Counts';
 
 export type StreamKind = 'snapshot' | 'delta';
-
-/** One NATS message of a status message: its body and the headers it is framed with. */
-export interface StatusPart {
-  data: Uint8Array;
-  headers?: MsgHdrs;
-}
-
-/** What frames a message of the status stream beyond its seq and kind. */
-export interface StreamFraming {
-  base?: number;
-  snapshotAt?: number;
-  counts?: { up: number; late: number; silent: number };
-}
-
-/**
- * Every status message, one way: JSON in one NATS message when it fits the server's max_payload
- * (less PAYLOAD_HEADROOM); larger, gzipped and cut into parts numbered `i/n` (NATS refuses a
- * message over max_payload, 1 MiB by default; NATS 2.9 has no batch publish, so parts are
- * consecutive messages of one publisher). A message of the status stream (`kind`) carries its seq,
- * kind and framing on every part; a whole composition on `<subjects>.status` (no `kind`) goes in
- * one message as plain JSON without headers (the wire contract agents read), its parts with seq,
- * part and encoding only.
- */
-async function encodeStatusMessage(
-  kind: StreamKind | undefined,
-  value: Composition | StatusDelta,
-  maxPayload: number,
-  framing: StreamFraming = {},
-  sealing?: StatusSealing,
-): Promise<StatusPart[]> {
-  const json = Buffer.from(JSON.stringify(value));
-  const room = Math.max(maxPayload - PAYLOAD_HEADROOM, 1024);
-  const frame = (part?: string) => {
-    const h = headers();
-    h.set(SEQ_HEADER, String(value.seq));
-    if (kind) h.set(KIND_HEADER, kind);
-    if (framing.base !== undefined) h.set(BASE_HEADER, String(framing.base));
-    if (framing.snapshotAt !== undefined) h.set(SNAPSHOT_HEADER, String(framing.snapshotAt));
-    if (framing.counts) h.set(COUNTS_HEADER, `${framing.counts.up} ${framing.counts.late} ${framing.counts.silent}`);
-    if (part) {
-      h.set(PART_HEADER, part);
-      h.set('Content-Encoding', 'gzip');
-    }
-    return h;
-  };
-  const sealed = (part: StatusPart): StatusPart => {
-    if (!sealing) return part;
-    const h = part.headers ?? frame();
-    sealing.seal(h, part.data);
-    return { data: part.data, headers: h };
-  };
-  if (json.length <= room) return [sealed({ data: json, ...(kind && { headers: frame() }) })];
-  const packed = await gzipAsync(json, { level: zlib.Z_BEST_SPEED });
-  const count = Math.ceil(packed.length / room);
-  if (count > STATUS_PARTS_MAX) throw new Error(`status message ${value.seq} needs ${count} parts, over ${STATUS_PARTS_MAX}`);
-  const parts: StatusPart[] = [];
-  for (let i = 0; i < count; i++) parts.push(sealed({ data: packed.subarray(i * room, (i + 1) * room), headers: frame(`${i + 1}/${count}`) }));
-  return parts;
-}
-
-/** A snapshot or a delta as it goes into the status stream (`encodeStatusMessage`), sealed with `sealing` when given. */
-export const encodeStreamEntry = (
-  kind: StreamKind,
-  value: Composition | StatusDelta,
-  maxPayload: number,
-  framing: StreamFraming = {},
-  sealing?: StatusSealing,
-): Promise<StatusPart[]> => encodeStatusMessage(kind, value, maxPayload, framing, sealing);
-
-/**
- * A composition as it travels on `<subjects>.status` (`encodeStatusMessage`): plain JSON in one
- * message when it fits (its headers then only the seal's, with `sealing`).
- */
-export const encodeComposition = (composition: Composition, maxPayload: number, sealing?: StatusSealing): Promise<StatusPart[]> =>
-  encodeStatusMessage(undefined, composition, maxPayload, {}, sealing);
-
-/** Publishes a composition on `subject` as `encodeComposition` frames it (sealed with `sealing` when given). */
-export async function publishComposition(nc: NatsConnection, subject: string, composition: Composition, sealing?: StatusSealing): Promise<void> {
-  const parts = await encodeComposition(composition, nc.info?.max_payload ?? 1024 * 1024, sealing);
-  for (const part of parts) nc.publish(subject, part.data, part.headers ? { headers: part.headers } : undefined);
-}
 
 /** What a reader needs of one message (a JsMsg, a StoredMsg, or a core NATS message with seq 0). */
 export interface StreamMessage {
