@@ -11,18 +11,6 @@ import './status/status.js';
 import './status/status-delta.js';
 import './status/status-history.js';
 import './durations/duration.js';
-import './seats/alias-resolvers.js';
-import './calls/call-resolvers.js';
-import './consumers/consumer-reset-resolvers.js';
-import './durations/duration-resolvers.js';
-import './hand-acts/hand-act-resolvers.js';
-import './seats/holding-resolvers.js';
-import './machines/machine-resolvers.js';
-import './plans/plan-resolvers.js';
-import './seats/seat-resolvers.js';
-import './status/status-resolvers.js';
-import './status/status-delta-resolvers.js';
-import './status/status-history-resolvers.js';
 import './support/ticks.js';
 import { builder } from './support/builder.js';
 

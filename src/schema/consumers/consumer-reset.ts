@@ -1,7 +1,9 @@
 import type { ConsumerReset } from '../../services/consumers/reset.js';
+import { resetConsumerVerb } from '../../services/consumers/verbs.js';
 import { builder } from '../support/builder.js';
+import { verbMutation } from '../support/verb-mutation.js';
 
-export const ConsumerResetRef = builder.objectRef<ConsumerReset>('ConsumerReset').implement({
+const ConsumerResetRef = builder.objectRef<ConsumerReset>('ConsumerReset').implement({
   description: 'A JetStream durable consumer deleted and created again with its configuration; see docs/calls.md.',
   fields: (t) => ({
     stream: t.exposeString('stream'),
@@ -13,3 +15,12 @@ export const ConsumerResetRef = builder.objectRef<ConsumerReset>('ConsumerReset'
     pendingAfter: t.exposeInt('pendingAfter', { description: 'Messages it will deliver after it.' }),
   }),
 });
+
+builder.mutationFields((t) => ({
+  resetConsumer: t.field({
+    type: ConsumerResetRef,
+    description:
+      'Deletes a JetStream durable consumer and creates it again with its configuration, delivering from the first message of the stream, or from startSeq or startTime when given. See docs/calls.md.',
+    ...verbMutation(t, resetConsumerVerb),
+  }),
+}));

@@ -1,7 +1,7 @@
-import type { DurationKind, DurationSummary } from '../../services/durations/durations.js';
+import { type DurationKind, type DurationSummary, readDurations } from '../../services/durations/durations.js';
 import { builder } from '../support/builder.js';
 
-export const DurationKindEnum = builder.enumType('DurationKind', {
+const DurationKindEnum = builder.enumType('DurationKind', {
   description: 'What a duration times.',
   values: {
     APPLY: { value: 'apply' as DurationKind, description: "An apply sent to a machine → that machine's first report." },
@@ -11,7 +11,7 @@ export const DurationKindEnum = builder.enumType('DurationKind', {
   } as const,
 });
 
-export const DurationSummaryRef = builder.objectRef<DurationSummary>('DurationSummary').implement({
+const DurationSummaryRef = builder.objectRef<DurationSummary>('DurationSummary').implement({
   description: 'The observations of one kind over a window, in seconds, beside the bound in force for that kind.',
   fields: (t) => ({
     kind: t.field({ type: DurationKindEnum, resolve: (s) => s.kind }),
@@ -29,3 +29,12 @@ export const DurationSummaryRef = builder.objectRef<DurationSummary>('DurationSu
     exceeded: t.exposeInt('exceeded', { description: 'How many observations exceeded the bound.' }),
   }),
 });
+
+builder.queryFields((t) => ({
+  durations: t.field({
+    type: [DurationSummaryRef],
+    description: 'Durations recorded as heard, summarised per kind (or one kind) since an instant (default: all kept).',
+    args: { kind: t.arg({ type: DurationKindEnum }), since: t.arg({ type: 'DateTime' }) },
+    resolve: (_root, { kind, since }, ctx) => readDurations(ctx.mesh, { kind, since }),
+  }),
+}));

@@ -1,5 +1,11 @@
-import { type Machine, machineState } from '../../services/machines/machines.js';
+import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../../kernel/pages.js';
+import { listMachines, type Machine, machineState } from '../../services/machines/machines.js';
+import { countMachines, type MachinePageFilter, machineCursor, pageMachines } from '../../services/machines/pages.js';
+import { forgetMachineVerb } from '../../services/machines/verbs.js';
 import { builder } from '../support/builder.js';
+import { selected } from '../support/known-loader.js';
+import { namePage } from '../support/pages.js';
+import { verbMutation } from '../support/verb-mutation.js';
 
 export const MachineStateEnum = builder.enumType('MachineState', {
   description: 'UP; LATE once news heard past 1.5 expected heartbeat intervals after its last beat is written with none of its own; SILENT past 6.',
@@ -26,3 +32,68 @@ export const MachineRef = builder.objectRef<Machine>('Machine').implement({
     modules: t.exposeStringList('modules', { description: 'The modules running on it.' }),
   }),
 });
+
+builder.queryFields((t) => ({
+  machines: t.field({
+    type: [MachineRef],
+    description:
+      'Every machine, by name, in one answer (`machinesConnection` pages them); of one `site` and in one `state` (judged as `Machine.state` is) when given.',
+    args: { state: t.arg({ type: MachineStateEnum }), site: t.arg.string() },
+    resolve: async (_root, args, ctx, info) => {
+      const state = args.state ? { is: args.state, judging: ctx.judging } : null;
+      const machines = await listMachines(ctx.mesh.db, { site: args.site, state }, ctx.mesh.hearing.machines);
+      for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
+      // Look-ahead: the holdings of every machine in one statement before the machines resolve.
+      const holdings = selected(info.fieldNodes, 'holdings');
+      if (holdings.length) await ctx.loaders.holdingsByMachine.asks(holdings).prefetch(machines.map((m) => m.name));
+      return machines;
+    },
+  }),
+  machinesConnection: t.connection(
+    {
+      type: MachineRef,
+      description: `Machines by name (code-unit order), ${NAME_PAGE_DEFAULT} a page unless asked, at most ${NAME_PAGE_MAX} (more is an INVALID error, not a shorter page); of one \`site\`, in one \`state\` (judged as \`Machine.state\` is), whose name starts with \`nameStartsWith\`, when given. Cursors hold the name itself: valid on any replica, after restarts, and while machines come and go.`,
+      args: { site: t.arg.string(), state: t.arg({ type: MachineStateEnum }), nameStartsWith: t.arg.string() },
+      resolve: async (_root, args, ctx, info) => {
+        const filter: MachinePageFilter = {
+          site: args.site,
+          nameStartsWith: args.nameStartsWith,
+          state: args.state ? { is: args.state, judging: ctx.judging } : null,
+        };
+        const { items: machines, connection } = await namePage(
+          args,
+          machineCursor,
+          (page) => pageMachines(ctx.mesh.db, filter, page),
+          () => countMachines(ctx.mesh.db, filter),
+        );
+        for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
+        const holdings = selected(selected(selected(info.fieldNodes, 'edges'), 'node'), 'holdings');
+        if (holdings.length) await ctx.loaders.holdingsByMachine.asks(holdings).prefetch(machines.map((m) => m.name));
+        return connection;
+      },
+    },
+    {
+      name: 'MachineConnection',
+      description: 'A page of machines, by name.',
+      fields: (t) => ({
+        totalCount: t.int({ description: 'How many machines the filters leave, over every page.', resolve: (connection) => connection.totalCount() }),
+      }),
+    },
+    { name: 'MachineEdge' },
+  ),
+  machine: t.field({
+    type: MachineRef,
+    nullable: true,
+    args: { name: t.arg.string({ required: true }) },
+    resolve: async (_root, { name }, ctx) => (await ctx.loaders.machine.get(name)) ?? null,
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  forgetMachine: t.field({
+    type: MachineRef,
+    description:
+      'Deletes a machine and its assignments; answers the machine as it was. Refused while it holds a seat, recorded or derived. A heartbeat from it later is heard afresh. Leaves a hand-act.',
+    ...verbMutation(t, forgetMachineVerb),
+  }),
+}));
