@@ -10,7 +10,10 @@ export const isName = (value: unknown): value is string => typeof value === 'str
 /** What the rule says, for messages that refuse a name. */
 export const NAME_RULE = `1 to ${NAME_MAX} letters, digits, '-' or '_'`;
 
-/** Names are ASCII letters, digits, '-' and '_': code-unit order is their order (and cheaper than a collation). */
+/**
+ * Names are ASCII letters, digits, '-' and '_': code-unit order is their order (and cheaper than a
+ * collation). SQL orders them the same way through store/name-order.ts' `byNameSql` (collate "C").
+ */
 export const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**

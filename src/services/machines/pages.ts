@@ -1,7 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
-import { checkName, prefixEnd } from '../../kernel/names.js';
+import { checkName } from '../../kernel/names.js';
 import { keyCursor, keyPageOf, type PageRequest } from '../../kernel/pages.js';
 import type { Db } from '../../store/db.js';
+import { nameStartsWithSql, pageByName } from '../../store/name-order.js';
 import { heardBoundsOf, type Judging, type Machine, type MachineState, machineQuery, toMachine } from './machines.js';
 
 export interface MachinePageFilter {
@@ -17,16 +18,10 @@ const LIST = 'machines';
 /** A machine's place in the list by name, as an opaque cursor. */
 export const machineCursor = (machine: Machine): string => keyCursor(LIST, [machine.name]);
 
-/** The names that start with `prefix`, as a range of the index on `name collate "C"` (`prefixEnd`). */
-function prefixRange(column: RawBuilder<unknown>, prefix: string, what: string): RawBuilder<boolean> {
-  const from = checkName(prefix, what);
-  return sql<boolean>`${column} collate "C" >= ${from} and ${column} collate "C" < ${prefixEnd(from)}`;
-}
-
 function conditions(filter: MachinePageFilter): RawBuilder<boolean>[] {
   const where: RawBuilder<boolean>[] = [];
   if (filter.site != null) where.push(sql<boolean>`m.site = ${checkName(filter.site, 'site')}`);
-  if (filter.nameStartsWith != null) where.push(prefixRange(sql`m.name`, filter.nameStartsWith, 'nameStartsWith'));
+  if (filter.nameStartsWith != null) where.push(nameStartsWithSql('m.name', filter.nameStartsWith, 'nameStartsWith'));
   if (filter.state) {
     const { fromMs, beforeMs } = heardBoundsOf(filter.state.is, filter.state.judging);
     if (fromMs !== undefined) where.push(sql<boolean>`m.last_heard_at >= ${new Date(fromMs).toISOString()}::timestamptz`);
@@ -42,16 +37,9 @@ function conditions(filter: MachinePageFilter): RawBuilder<boolean>[] {
  */
 export async function pageMachines(db: Db, filter: MachinePageFilter, request: PageRequest): Promise<Machine[]> {
   const page = keyPageOf(LIST, 1, request, 'machines');
-  const where = conditions(filter);
-  if (page.after) where.push(sql<boolean>`m.name collate "C" > ${page.after[0]}`);
-  if (page.before) where.push(sql<boolean>`m.name collate "C" < ${page.before[0]}`);
   let query = machineQuery(db);
-  for (const condition of where) query = query.where(condition);
-  const rows = await query
-    .orderBy(sql`m.name collate "C" ${sql.raw(page.inverted ? 'desc' : 'asc')}`)
-    .limit(page.limit)
-    .execute();
-  return rows.map(toMachine);
+  for (const condition of conditions(filter)) query = query.where(condition);
+  return (await pageByName(query, 'm.name', page)).map(toMachine);
 }
 
 /** How many machines the filter leaves, whatever the page. One statement. */

@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
-import { checkName, prefixEnd } from '../../kernel/names.js';
 import { keyCursor, keyPageOf, type PageRequest } from '../../kernel/pages.js';
 import type { Db } from '../../store/db.js';
+import { byNameSql, nameStartsWithSql, pageByName } from '../../store/name-order.js';
 import type { Catalogue } from './catalogue.js';
 import type { Holding, HoldingFilter } from './holdings.js';
 import { SEAT_NAMES, type Seat, seatQuery, toSeat } from './seats.js';
@@ -29,7 +29,7 @@ export const holdingCursor = (h: Holding): string => keyCursor(HOLDINGS, [h.seat
 // otherwise probe with a scan of every claim (3 ms a seat at 100,000 machines); a scalar subquery,
 // because PostgreSQL drops the order and limit of an EXISTS.
 const claimedBy = (name: RawBuilder<unknown>) =>
-  sql<boolean>`(select true from assignment_claim c where c.claim = ${name} order by c.claim, c.machine collate "C", c.module collate "C" limit 1) is not null`;
+  sql<boolean>`(select true from assignment_claim c where c.claim = ${name} order by c.claim, ${byNameSql('c.machine')}, ${byNameSql('c.module')} limit 1) is not null`;
 const CLAIMED = sql<boolean>`(${claimedBy(sql`seat.name`)}
   or exists (select 1 from seat_alias d where d.seat = seat.name and ${claimedBy(sql`d.alias`)}))`;
 const HELD = sql<boolean>`(seat.held_on_record or ${CLAIMED})`;
@@ -37,10 +37,7 @@ const UNHELD = sql<boolean>`not seat.held_on_record and not ${CLAIMED}`;
 
 function seatConditions(filter: SeatPageFilter): RawBuilder<boolean>[] {
   const where: RawBuilder<boolean>[] = [];
-  if (filter.nameStartsWith != null) {
-    const from = checkName(filter.nameStartsWith, 'nameStartsWith');
-    where.push(sql<boolean>`seat.name collate "C" >= ${from} and seat.name collate "C" < ${prefixEnd(from)}`);
-  }
+  if (filter.nameStartsWith != null) where.push(nameStartsWithSql('seat.name', filter.nameStartsWith, 'nameStartsWith'));
   if (filter.held != null) where.push(filter.held ? HELD : UNHELD);
   return where;
 }
@@ -51,16 +48,9 @@ function seatConditions(filter: SeatPageFilter): RawBuilder<boolean>[] {
  */
 export async function pageSeats(db: Db, catalogue: Catalogue, filter: SeatPageFilter, request: PageRequest): Promise<Seat[]> {
   const page = keyPageOf(SEATS, 1, request, 'seats');
-  const where = seatConditions(filter);
-  if (page.after) where.push(sql<boolean>`seat.name collate "C" > ${page.after[0]}`);
-  if (page.before) where.push(sql<boolean>`seat.name collate "C" < ${page.before[0]}`);
   let query = seatQuery(db, catalogue);
-  for (const condition of where) query = query.where(condition);
-  const rows = await query
-    .orderBy(sql`seat.name collate "C" ${sql.raw(page.inverted ? 'desc' : 'asc')}`)
-    .limit(page.limit)
-    .execute();
-  return rows.map((row) => toSeat(row, catalogue));
+  for (const condition of seatConditions(filter)) query = query.where(condition);
+  return (await pageByName(query, 'seat.name', page)).map((row) => toSeat(row, catalogue));
 }
 
 /** How many seats the filter leaves, whatever the page. One statement. */
@@ -91,16 +81,16 @@ function claimantsOf(range: KeyRange) {
   const { after, before, limit } = range;
   const way = sql.raw(range.inverted ? 'desc' : 'asc');
   const within = (claim: RawBuilder<unknown>) => sql`ac.claim = ${claim}
-      ${after ? sql`and (ac.machine collate "C", ac.module collate "C") > (case when s.name = ${after[0]} then ${after[1]} else '' end, case when s.name = ${after[0]} then ${after[2]} else '' end)` : sql``}
-      ${before ? sql`and (ac.machine collate "C", ac.module collate "C") < (case when s.name = ${before[0]} then ${before[1]} else ${AFTER_EVERY_NAME} end, case when s.name = ${before[0]} then ${before[2]} else ${AFTER_EVERY_NAME} end)` : sql``}`;
-  const ordered = sql`order by ac.machine collate "C" ${way}, ac.module collate "C" ${way} limit ${limit}`;
+      ${after ? sql`and (${byNameSql('ac.machine')}, ${byNameSql('ac.module')}) > (case when s.name = ${after[0]} then ${after[1]} else '' end, case when s.name = ${after[0]} then ${after[2]} else '' end)` : sql``}
+      ${before ? sql`and (${byNameSql('ac.machine')}, ${byNameSql('ac.module')}) < (case when s.name = ${before[0]} then ${before[1]} else ${AFTER_EVERY_NAME} end, case when s.name = ${before[0]} then ${before[2]} else ${AFTER_EVERY_NAME} end)` : sql``}`;
+  const ordered = sql`order by ${byNameSql('ac.machine')} ${way}, ${byNameSql('ac.module')} ${way} limit ${limit}`;
   return sql`(select u.machine, u.module from (
       (select ac.machine, ac.module from assignment_claim ac where ${within(sql`s.name`)} ${ordered})
       union
       (select x.machine, x.module from seat_alias d
          cross join lateral (select ac.machine, ac.module from assignment_claim ac where ${within(sql`d.alias`)} ${ordered}) x
         where d.seat = s.name)) u
-    order by u.machine collate "C" ${way}, u.module collate "C" ${way} limit ${limit})`;
+    order by ${byNameSql('u.machine')} ${way}, ${byNameSql('u.module')} ${way} limit ${limit})`;
 }
 
 /**
@@ -113,8 +103,7 @@ function claimantsOf(range: KeyRange) {
  */
 function keyedRows(filter: HoldingFilter, range: KeyRange) {
   const { seats, machines } = filter;
-  const key = (seat: string, machine: string, module: string) =>
-    sql`(${sql.raw(seat)} collate "C", ${sql.raw(machine)} collate "C", ${sql.raw(module)} collate "C")`;
+  const key = (seat: string, machine: string, module: string) => sql`(${byNameSql(seat)}, ${byNameSql(machine)}, ${byNameSql(module)})`;
   const bounds = (seat: string, machine: string, module: string) => {
     const k = key(seat, machine, module);
     const after = range.after ? sql`and ${k} > (${range.after[0]}, ${range.after[1]}, ${range.after[2]})` : sql``;
@@ -123,7 +112,7 @@ function keyedRows(filter: HoldingFilter, range: KeyRange) {
   };
   const way = sql.raw(range.inverted ? 'desc' : 'asc');
   const order = (seat: string, machine: string, module: string) =>
-    sql`order by ${sql.raw(seat)} collate "C" ${way}, ${sql.raw(machine)} collate "C" ${way}, ${sql.raw(module)} collate "C" ${way} limit ${range.limit}`;
+    sql`order by ${byNameSql(seat)} ${way}, ${byNameSql(machine)} ${way}, ${byNameSql(module)} ${way} limit ${range.limit}`;
   const recorded = sql`
     (select h.seat, h.scope, h.machine, h.module, m.site, h.since, false as derived
        from seat_holding h join machine m on m.name = h.machine
@@ -151,8 +140,8 @@ function keyedRows(filter: HoldingFilter, range: KeyRange) {
        join machine m on m.name = a.machine
       where not s.held_on_record
             ${seats ? sql`and s.name = any(${[...seats]}::text[])` : sql``}
-            ${range.after ? sql`and s.name collate "C" >= ${range.after[0]}` : sql``}
-            ${range.before ? sql`and s.name collate "C" <= ${range.before[0]}` : sql``}
+            ${range.after ? sql`and ${byNameSql('s.name')} >= ${range.after[0]}` : sql``}
+            ${range.before ? sql`and ${byNameSql('s.name')} <= ${range.before[0]}` : sql``}
       ${order('s.name', 'c.machine', 'c.module')})`;
   return sql`${recorded} union all ${derived}`;
 }
@@ -168,7 +157,7 @@ export async function pageHoldings(db: Db, filter: HoldingFilter, request: PageR
   const result = await sql<Omit<Holding, 'since'> & { since: Date | string }>`
     select held.seat, held.scope, held.machine, held.module, held.site, held.since, held.derived
       from (${keyedRows(filter, page)}) held
-     order by held.seat collate "C" ${way}, held.machine collate "C" ${way}, held.module collate "C" ${way}
+     order by ${byNameSql('held.seat')} ${way}, ${byNameSql('held.machine')} ${way}, ${byNameSql('held.module')} ${way}
      limit ${page.limit}`.execute(db);
   return result.rows.map((row) => ({ ...row, since: new Date(row.since) }));
 }
