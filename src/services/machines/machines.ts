@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
-import { checkName } from '../../kernel/names.js';
+import { byName, checkName } from '../../kernel/names.js';
 import type { Db } from '../../store/db.js';
+import { byNameSql } from '../../store/name-order.js';
 import type { DB } from '../../store/tables.js';
 
 export type MachineState = 'UP' | 'LATE' | 'SILENT';
@@ -142,7 +143,11 @@ export function machineQuery(db: Db) {
     .select(sql<number>`(extract(epoch from m.first_heard_at) * 1000)::float8`.as('first_heard_ms'))
     .select(sql<number>`(extract(epoch from m.last_heard_at) * 1000)::float8`.as('last_heard_ms'))
     .select(
-      sql<string[]>`coalesce((select json_agg(a.module order by a.module) from assignment a where a.machine = m.name and a.running), '[]'::json)`.as('modules'),
+      sql<
+        string[]
+      >`coalesce((select json_agg(a.module order by ${byNameSql('a.module')}) from assignment a where a.machine = m.name and a.running), '[]'::json)`.as(
+        'modules',
+      ),
     );
 }
 
@@ -165,7 +170,7 @@ export interface MachineFilter {
 
 /** Every machine, by name; of one site and in one state when asked. One statement. */
 export async function listMachines(db: Db, filter: MachineFilter = {}): Promise<Machine[]> {
-  let query = machineQuery(db).orderBy('m.name');
+  let query = machineQuery(db).orderBy(byNameSql('m.name'));
   if (filter.site != null) query = query.where('m.site', '=', checkName(filter.site, 'site'));
   const machines = (await query.execute()).map(toMachine);
   const state = filter.state;
@@ -227,7 +232,7 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
     for (const module of beat.modules) checkName(module, 'module');
   }
   // In name order, so two replicas writing overlapping batches lock rows in the same order.
-  const names = [...new Set(beats.map((b) => b.machine))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const names = [...new Set(beats.map((b) => b.machine))].sort(byName);
   // Arrays unnested by Postgres: one parameter per column however many machines, where a VALUES
   // list would take one per cell and a NOT IN list would nest past the parser's stack.
   // `for no key update`, the lock the upsert below takes anyway: it keeps two batches of one machine
@@ -235,7 +240,7 @@ export async function recordHeartbeats(db: Kysely<DB>, beats: readonly Heartbeat
   // key-share locks it against a forget, which still waits for this batch and this batch for it).
   return db.transaction().execute(async (tx) => {
     const before = await sql<{ name: string; last_heard_at: Date; written_at: Date | null }>`
-      select name, last_heard_at, written_at from machine where name = any(${names}::text[]) order by name for no key update`.execute(tx);
+      select name, last_heard_at, written_at from machine where name = any(${names}::text[]) order by ${byNameSql('name')} for no key update`.execute(tx);
     const previous = new Map(before.rows.map((b) => [b.name, new Date(b.last_heard_at)]));
     const written = new Map(before.rows.map((b) => [b.name, b.written_at ? new Date(b.written_at) : undefined]));
     const ordered = [...beats].sort((a, b) => a.at.getTime() - b.at.getTime());

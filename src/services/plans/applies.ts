@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { byName } from '../../kernel/names.js';
 import type { Db } from '../../store/db.js';
+import { byNameSql } from '../../store/name-order.js';
 import { PLAN_MACHINES_MAX } from './plan.js';
 
 /** What one machine was sent of a plan and what it answered: its plan_apply row. */
@@ -45,7 +46,7 @@ export async function appliesOfPlans(db: Db, planIds: readonly string[]): Promis
       eb
         .selectFrom('plan_apply')
         .select(['plan', 'tier', 'machine', 'sent_at', 'reported_at', 'ok', 'detail'])
-        .select(sql<number>`row_number() over (partition by plan order by tier, machine)`.as('n'))
+        .select(sql<number>`row_number() over (partition by plan order by tier, ${byNameSql('machine')})`.as('n'))
         .where('plan', 'in', [...planIds])
         .as('pa'),
     )

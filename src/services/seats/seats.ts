@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import { Conflict, NotFound } from '../../kernel/errors.js';
 import type { Db } from '../../store/db.js';
+import { byNameSql } from '../../store/name-order.js';
 import type { DB, SeatRow } from '../../store/tables.js';
 import { readNames, readVerbs } from '../verbs/protocol.js';
 import type { Catalogue, SeatDefinition } from './catalogue.js';
@@ -63,7 +64,7 @@ export function seatQuery(db: Db, catalogue: Catalogue) {
 
 /** Every seat, by name. One statement. */
 export async function listSeats(db: Db, catalogue: Catalogue): Promise<Seat[]> {
-  const rows = await seatQuery(db, catalogue).orderBy('seat.name').execute();
+  const rows = await seatQuery(db, catalogue).orderBy(byNameSql('seat.name')).execute();
   return rows.map((row) => toSeat(row, catalogue));
 }
 
@@ -108,7 +109,7 @@ export async function resolveSeatName(db: Db, name: string): Promise<string | un
 
 /** Every former name and the seat it resolves to. */
 export async function listAliases(db: Db): Promise<Alias[]> {
-  return db.selectFrom('seat_alias').select(['alias', 'seat']).orderBy('alias').execute();
+  return db.selectFrom('seat_alias').select(['alias', 'seat']).orderBy(byNameSql('alias')).execute();
 }
 
 /** The aliases of each seat named, in the order asked. */
@@ -118,7 +119,7 @@ export async function aliasesOfSeats(db: Db, seats: readonly string[]): Promise<
     .selectFrom('seat_alias')
     .select(['alias', 'seat'])
     .where('seat', 'in', [...new Set(seats)])
-    .orderBy('alias')
+    .orderBy(byNameSql('alias'))
     .execute();
   return seats.map((seat) => rows.filter((r) => r.seat === seat).map((r) => r.alias));
 }

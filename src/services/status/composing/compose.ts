@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { byName } from '../../../kernel/names.js';
 import type { Db } from '../../../store/db.js';
+import { byNameSql } from '../../../store/name-order.js';
 import type { DB } from '../../../store/tables.js';
 import { type CallsMesh, countRunningCalls } from '../../calls/records.js';
 import { countHandActsSince, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../../hand-acts/hand-acts.js';
@@ -164,7 +165,7 @@ export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise
         seats: await conn
           .selectFrom('seat')
           .select(['name', sql<string[] | null>`(select json_agg(a.alias) from seat_alias a where a.seat = seat.name)`.as('aliases')])
-          .orderBy('name')
+          .orderBy(byNameSql('name'))
           .execute(),
         plans: await openPlans(conn),
       };
