@@ -75,8 +75,9 @@ export async function machineHistory(
         composition.machines.find((m) => m.name === query.name),
       ),
     );
-  const needle = Buffer.from(`"name":${JSON.stringify(query.name)}`);
-  // A one-part delta that does not hold the name does not name the machine: it is not parsed.
+  // A one-part delta that does not hold the name (quoted, as its added, changed and removed
+  // lists write it) does not name the machine: it is not parsed.
+  const needle = Buffer.from(JSON.stringify(query.name));
   const skip = (msg: StreamMessage) =>
     msg.headers?.get(KIND_HEADER) === 'delta' &&
     !msg.headers.get(PART_HEADER) &&
