@@ -34,6 +34,7 @@ import { type Composer, startComposer } from './services/status/composing/compos
 import { composeSubject, pokeBody } from './services/status/composing/poke.js';
 import { startStatusFeed } from './services/status/live/feed.js';
 import { startStatusCounts } from './services/status/looking-back/counts.js';
+import { startLookBackIndex } from './services/status/looking-back/look-back-index.js';
 import { statusSeal } from './services/status/replicating/seal.js';
 import { isCrossedByAnother, openStore, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
@@ -159,6 +160,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     await hearing.refresh();
     const statusCounts = startStatusCounts(status, { js: bus.js, stream: statusStream.stream }, config.statusHistoryHours * 3_600_000, logger);
     stops.push(async () => statusCounts.stop());
+    const lookBack = status.history && startLookBackIndex(status, status.history, logger);
+    stops.push(async () => lookBack?.stop());
     const events = new MeshEvents();
     const planChanges = startPlanChanges({ db, bus, subjects, events, logger });
     stops.push(async () => planChanges.stop());

@@ -5,6 +5,7 @@ import type { StatusDelta } from '../delta/delta.js';
 import { replayDeltas } from '../delta/delta-chain.js';
 import { type StatusStreamLink, storedAsMessage } from '../replicating/stream-follower.js';
 import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, statusAssembler } from '../replicating/wire.js';
+import type { LookBackIndex } from './look-back-index.js';
 
 /** Compositions rebuilt by `statusAt` kept by seq (least recently asked dropped first): a handful of incident screens. */
 export const STATUS_AT_CACHE_MAX = 16;
@@ -17,17 +18,26 @@ export type HistoryLink = Pick<StatusStreamLink, 'js' | 'jsm' | 'stream' | 'subj
 export type StatusAtQuery = { seq: number; at?: undefined } | { at: Date; seq?: undefined };
 
 /**
- * Reads the status stream backwards in time. `locate` finds, by binary search over the stream's
- * sequence (headers only, a few dozen direct reads), the last message at or before a seq or an
- * instant; `replay` rebuilds from the snapshot it points to, applying the deltas after it.
+ * Reads the status stream backwards in time. With a look-back index (`useIndex`), the composition
+ * asked is found in memory (its seq, the instant it was in force, where its snapshot begins);
+ * without one, or before what it holds, `locate` finds by binary search over the stream's sequence
+ * (a few dozen direct reads) the last message at or before a seq or an instant. Either way it is
+ * rebuilt from the snapshot before it and the deltas after.
  */
 export class StatusHistory {
   private readonly cache = new Map<number, Composition>();
+  /** The replica's look-back index (`startLookBackIndex`), once started. */
+  index: LookBackIndex | undefined;
 
   constructor(
-    private readonly link: HistoryLink,
+    readonly link: HistoryLink,
     private readonly feed: StatusFeed,
   ) {}
+
+  /** Answers from `index` from now on. */
+  useIndex(index: LookBackIndex): void {
+    this.index = index;
+  }
 
   private async read(seq: number): Promise<StoredMsg | null> {
     return this.link.jsm.streams.getMessage(this.link.stream, { seq }).catch((error: Error) => {
@@ -100,10 +110,15 @@ export class StatusHistory {
     const start = snapshotStartOf({ seq: at.seq, headers: at.header });
     if (start === undefined || start < first)
       throw new NotFound('composition the status history still holds', framingOf(storedAsMessage(at))?.seq.toString() ?? '?');
+    return this.replay(start, at.seq);
+  }
+
+  /** The composition whose last message is at stream sequence `end`, from the snapshot beginning at `start` and the deltas up to it. */
+  private async replay(start: number, end: number): Promise<Composition> {
     let base: Composition | undefined;
     let chain: StatusDelta[] = [];
     const reached = () => chain.at(-1)?.seq ?? base?.seq ?? Number.NEGATIVE_INFINITY;
-    for await (const entry of this.entries(start, at.seq)) {
+    for await (const entry of this.entries(start, end)) {
       if (entry.kind === 'snapshot') {
         if (entry.seq > reached()) {
           base = entry.composition;
@@ -117,6 +132,31 @@ export class StatusHistory {
     if (!base) throw new Unavailable('the status history holds no snapshot before that composition');
     // Replayed once at the end: a list is copied once, not once per delta.
     return Object.freeze(replayDeltas(base, chain));
+  }
+
+  /**
+   * The composition asked, from the index: its seq (by `at`, the last composed at or before it) and
+   * where it lies in the stream. Undefined when the index cannot say (none, not yet read that far,
+   * before what it holds while the backfill runs): the stream is searched instead.
+   */
+  private async fromIndex(query: StatusAtQuery, label: string): Promise<Composition | undefined> {
+    const index = this.index;
+    if (!index || (query.at && !(await index.covers(query.at.getTime())))) return undefined;
+    const seq = query.at ? index.timeline.inForceAt(query.at.getTime())?.seq : query.seq;
+    if (seq === undefined) throw new NotFound('composition the status history still holds', label);
+    const kept = this.cache.get(seq);
+    if (kept) return this.keep(kept);
+    const place = index.directory.placeOf(seq);
+    if (!place) {
+      // A seq the stream's headers were read past without it is none of the stream's compositions.
+      const read = index.directory.span();
+      if (query.seq !== undefined && read && seq < read.first) throw new NotFound('composition the status history still holds', label);
+      if (query.seq !== undefined && read && seq < read.last) throw new NotFound('composition', label);
+      return undefined;
+    }
+    const { first } = await this.bounds();
+    if (place.snapshot < first) throw new NotFound('composition the status history still holds', label);
+    return this.keep(await this.replay(place.snapshot, place.end));
   }
 
   private keep(composition: Composition): Composition {
@@ -142,10 +182,12 @@ export class StatusHistory {
       const kept = this.cache.get(seq);
       if (kept) return this.keep(kept);
     } else if (current && query.at!.getTime() >= Date.parse(current.composedAt)) return current;
-    const bounds = await this.bounds();
     const where: StatusAtQuery = bySeq ? { seq: query.seq! } : { at: query.at! };
-    const found = await this.locate(where, bounds);
     const label = bySeq ? `seq ${query.seq}` : `at ${query.at!.toISOString()}`;
+    const indexed = await this.fromIndex(where, label);
+    if (indexed) return indexed;
+    const bounds = await this.bounds();
+    const found = await this.locate(where, bounds);
     if (!found) throw new NotFound('composition the status history still holds', label);
     const foundSeq = framingOf({ seq: found.seq, headers: found.header })?.seq;
     if (bySeq && foundSeq !== query.seq) throw new NotFound('composition', label);

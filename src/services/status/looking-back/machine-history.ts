@@ -4,6 +4,8 @@ import type { MachineState } from '../../machines/machines.js';
 import type { Composition, MachineStatus } from '../composition.js';
 import { KIND_HEADER, PART_HEADER, type StreamMessage } from '../replicating/wire.js';
 import type { StatusHistory } from './history.js';
+import type { LookBackIndex } from './look-back-index.js';
+import type { KeptChange } from './machine-changes.js';
 
 /** `machineHistory` lists at most this many changes of one machine (the earliest first); ask again from the last one's `at` for more. */
 export const MACHINE_HISTORY_MAX = 500;
@@ -37,10 +39,11 @@ const same = (a: MachineStateChange, b: MachineStateChange) =>
   a.state === b.state && a.site === b.site && a.modules.length === b.modules.length && a.modules.every((m, i) => m === b.modules[i]);
 
 /**
- * One machine's changes between `since` and `until` (UP / LATE / SILENT, site, modules), derived
- * from the status stream: the composition in force at `since` (or the stream's first snapshot),
- * then every delta after it that names the machine (a delta not holding its name is not parsed).
- * The first entry is the machine as it was at the start; at most MACHINE_HISTORY_MAX.
+ * One machine's changes between `since` and `until` (UP / LATE / SILENT, site, modules): the
+ * first entry is the machine as it was at `since` (in the composition in force then, or the first
+ * the history holds), then each composition that changed it; at most MACHINE_HISTORY_MAX. From the
+ * replica's look-back index when it holds `since` (a binary search and the machine's own changes),
+ * else read from the status stream (`machineHistoryFromStream`).
  */
 export async function machineHistory(
   history: StatusHistory,
@@ -52,6 +55,45 @@ export async function machineHistory(
   const since = query.since ?? new Date(until.getTime() - MACHINE_HISTORY_DEFAULT_SPAN_MS);
   if (Number.isNaN(since.getTime()) || Number.isNaN(until.getTime())) throw new Invalid('since and until are instants', 'since');
   if (since > until) throw new Invalid('since is after until', 'since');
+  const index = history.index;
+  if (index && (await index.covers(since.getTime()))) return fromIndex(index, query.name, since, until);
+  return machineHistoryFromStream(history, query.name, since, until);
+}
+
+const keptAsChange = (seq: number, at: number, c: KeptChange): MachineStateChange => ({
+  seq,
+  at: new Date(at).toISOString(),
+  state: c.state,
+  site: c.site,
+  modules: c.modules,
+  lastHeardAt: c.lastHeardAt === null ? null : new Date(c.lastHeardAt).toISOString(),
+});
+
+/**
+ * From the index: the composition in force at `since` (or the first held) and at `until`, then the
+ * machine's changes between. Its cost is two binary searches and the changes listed. The first
+ * entry's lastHeardAt is the machine's at its last change: the index keeps changes, not beats.
+ */
+function fromIndex(index: LookBackIndex, name: string, since: Date, until: Date): MachineStateChange[] {
+  const end = index.timeline.inForceAt(until.getTime());
+  if (!end) return [];
+  const start = index.timeline.inForceAt(since.getTime()) ?? index.timeline.first()!;
+  const { from, after } = index.changes.changesOf(name, start.seq, end.seq, MACHINE_HISTORY_MAX);
+  const changes = from ? [keptAsChange(start.seq, start.at, from)] : [];
+  for (const c of after) {
+    if (changes.length >= MACHINE_HISTORY_MAX) break;
+    changes.push(keptAsChange(c.seq, c.at, c));
+  }
+  return changes;
+}
+
+/**
+ * From the status stream, as before the index (a replica whose backfill has not reached `since`):
+ * the composition in force at `since` (or the stream's first snapshot), then every delta after it
+ * that names the machine (a delta not holding its name is not parsed), up to `until`.
+ */
+export async function machineHistoryFromStream(history: StatusHistory, name: string, since: Date, until: Date): Promise<MachineStateChange[]> {
+  const query = { name };
   const bounds = await history.bounds();
   const start = await history.locate({ at: since }, bounds);
   const end = await history.locate({ at: until }, bounds);
