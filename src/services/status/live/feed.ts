@@ -47,7 +47,7 @@ const FOREIGN_WARN_EVERY = 100;
  */
 export function startStatusFeed(nc: NatsConnection, subject: string, logger: Logger, controller?: string, link?: StatusStreamLink): RunningStatusFeed {
   let last: Composition | undefined;
-  let foreign = 0;
+  const foreign = foreignCompositions(subject, logger, controller);
   const recent = new RecentDeltas();
   const listeners = new Set<(c: Composition, delta?: StatusDelta) => void>();
   // Only the serving replica's compositions are taken (the seal), none far past the one held.
@@ -55,16 +55,7 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
   let chain = Promise.resolve();
   const accept = (composition: Composition | undefined, delta?: StatusDelta): boolean => {
     if (!composition) return false;
-    if (controller && typeof composition.controller === 'string' && composition.controller !== controller) {
-      // Two controllers on one MESH_SUBJECTS would interleave their meshes: keep ours, say so.
-      if (foreign++ % FOREIGN_WARN_EVERY === 0) {
-        logger.warn(
-          { subject, theirs: composition.controller, ours: controller, ignored: foreign },
-          'a composition of another controller on our status subject: ignored (is MESH_SUBJECTS shared?)',
-        );
-      }
-      return false;
-    }
+    if (foreign.ignores(composition)) return false;
     if (last && composition.seq <= last.seq) return false;
     const step = delta && last && delta.baseSeq === last.seq && delta.seq === composition.seq ? delta : undefined;
     last = composition;
@@ -106,17 +97,13 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
     });
   return {
     current,
-    foreignIgnored: () => foreign,
+    foreignIgnored: foreign.ignored,
     changesAfter: (seq) => recent.after(seq, last?.seq),
     ...(publish && { publish }),
     history: link ? new StatusHistory(link, { current, subscribe: (l) => (listeners.add(l), () => listeners.delete(l)) }) : undefined,
     streamStats: () => follower?.stats ?? { snapshots: 0, deltas: 0, gaps: 0 },
-    caughtUp: () =>
-      follower ? Promise.race([follower.caughtUp, new Promise<void>((resolve) => setTimeout(resolve, STATUS_FIRST_WAIT_MS).unref())]) : Promise.resolve(),
-    readUpToNow: () =>
-      follower
-        ? Promise.race([follower.readUpToNow().catch(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, STATUS_FIRST_WAIT_MS).unref())])
-        : Promise.resolve(),
+    caughtUp: () => (follower ? withinFirstWait(follower.caughtUp) : Promise.resolve()),
+    readUpToNow: () => (follower ? withinFirstWait(follower.readUpToNow().catch(() => undefined)) : Promise.resolve()),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -127,5 +114,28 @@ export function startStatusFeed(nc: NatsConnection, subject: string, logger: Log
       await follower?.stop();
       await chain;
     },
+  };
+}
+
+/** Resolves when `reading` does, or after STATUS_FIRST_WAIT_MS at most. */
+const withinFirstWait = (reading: Promise<void>): Promise<void> =>
+  Promise.race([reading, new Promise<void>((resolve) => setTimeout(resolve, STATUS_FIRST_WAIT_MS).unref())]);
+
+// Two controllers on one MESH_SUBJECTS would interleave their meshes: keep ours, say so.
+function foreignCompositions(subject: string, logger: Logger, controller: string | undefined) {
+  let foreign = 0;
+  return {
+    /** Whether `composition` is another controller's: counted, and warned of the first and every FOREIGN_WARN_EVERY. */
+    ignores(composition: Composition): boolean {
+      if (!controller || typeof composition.controller !== 'string' || composition.controller === controller) return false;
+      if (foreign++ % FOREIGN_WARN_EVERY === 0) {
+        logger.warn(
+          { subject, theirs: composition.controller, ours: controller, ignored: foreign },
+          'a composition of another controller on our status subject: ignored (is MESH_SUBJECTS shared?)',
+        );
+      }
+      return true;
+    },
+    ignored: () => foreign,
   };
 }

@@ -59,6 +59,15 @@ async function lastSnapshot(
   return framing && start !== undefined ? { start, seq: framing.seq } : undefined;
 }
 
+/** What the follower's parts share: stopped, a restart asked (a newer snapshot to read from), the consumer's messages. */
+interface Following {
+  stopped: boolean;
+  restart: boolean;
+  messages: ConsumerMessages | undefined;
+}
+
+type FollowedFeed = { current(): Composition | undefined; accept(composition: Composition, delta: StatusDelta | undefined): void };
+
 /**
  * A replica's reading of the status stream: from the last snapshot, then every delta after it,
  * each applied to the composition held. A delta that does not apply (its base is not the seq held:
@@ -73,11 +82,51 @@ async function lastSnapshot(
  */
 export function followStatusStream(
   link: StatusStreamLink,
-  feed: { current(): Composition | undefined; accept(composition: Composition, delta: StatusDelta | undefined): void },
+  feed: FollowedFeed,
   logger: Logger,
   live?: { nc: NatsConnection /** The seq this replica is putting into the stream itself, if any: not read back. */; publishing(): number | undefined },
 ): { stats: FollowerStats; caughtUp: Promise<void>; readUpToNow(): Promise<void>; stop(): Promise<void> } {
   const stats: FollowerStats = { snapshots: 0, deltas: 0, gaps: 0 };
+  const progress = readProgress();
+  const following: Following = { stopped: false, restart: false, messages: undefined };
+  const resync = async (held: number) => {
+    try {
+      const last = await lastSnapshot(link);
+      if (last && last.seq > held) {
+        following.restart = true;
+        following.messages?.stop();
+      } else link.askSnapshot();
+    } catch (err) {
+      logger.warn({ err: String(err) }, 'reading the last status snapshot failed; asking for one');
+      link.askSnapshot();
+    }
+  };
+  const chain = deltaChain(feed, stats, logger, (held) => void resync(held));
+  const running = consumeStream(link, feed, logger, following, progress, chain);
+  const liveFollow = live && followLive(link, feed, logger, { ...live, following, progress, chain });
+  return {
+    stats,
+    caughtUp: progress.caughtUp,
+    // What the stream holds now, read: a replica taking the lease after a freeze composes on the
+    // last composition the one before it showed (its floor), not on what it held when it froze.
+    async readUpToNow() {
+      const last = (await link.jsm.streams.info(link.stream)).state.last_seq;
+      if (progress.readSeq() >= last || following.stopped) return;
+      await progress.waitFor(last);
+    },
+    async stop() {
+      following.stopped = true;
+      progress.release();
+      liveFollow?.unsubscribe();
+      following.messages?.stop();
+      await running;
+      await liveFollow?.drained();
+    },
+  };
+}
+
+/** How far the stream is read: caught up with what it held at the start, and who waits for a stream sequence (readUpToNow). */
+function readProgress() {
   // Resolved once what the stream held at the start has been read (or found empty), so a replica
   // about to serve continues the stream's chain of deltas rather than starting one of its own.
   let caughtUpAt = Number.POSITIVE_INFINITY;
@@ -92,132 +141,139 @@ export function followStatusStream(
   // The last stream sequence read, and who waits for one (readUpToNow).
   let readSeq = 0;
   const waiting = new Set<{ seq: number; resolve: () => void }>();
-  const noteRead = (seq: number) => {
-    readSeq = Math.max(readSeq, seq);
-    for (const waiter of waiting) if (readSeq >= waiter.seq) waiting.delete(waiter), waiter.resolve();
+  return {
+    caughtUp,
+    isCaughtUp: () => isCaughtUp,
+    markCaughtUp: () => markCaughtUp(),
+    /** Whether the stream sequence that is caught up at is yet to be learned. */
+    aimless: () => caughtUpAt === Number.POSITIVE_INFINITY,
+    catchUpAt(seq: number) {
+      caughtUpAt = seq;
+    },
+    /** A stream sequence read (or passed over): caught up at its end, waiters on it released. */
+    read(seq: number) {
+      if (seq >= caughtUpAt) markCaughtUp();
+      readSeq = Math.max(readSeq, seq);
+      for (const waiter of waiting) if (readSeq >= waiter.seq) waiting.delete(waiter), waiter.resolve();
+    },
+    readSeq: () => readSeq,
+    waitFor: (seq: number) => new Promise<void>((resolve) => waiting.add({ seq, resolve })),
+    release() {
+      for (const waiter of waiting) waiter.resolve();
+      waiting.clear();
+    },
   };
-  let stopped = false;
-  let messages: ConsumerMessages | undefined;
+}
+type ReadProgress = ReturnType<typeof readProgress>;
+
+/** The chain of deltas applied to the composition held; broken by a delta that does not apply, until a snapshot mends it. */
+function deltaChain(feed: FollowedFeed, stats: FollowerStats, logger: Logger, resync: (held: number) => void) {
   let broken = false;
-  let restart = false;
-
-  const resync = async (held: number) => {
-    try {
-      const last = await lastSnapshot(link);
-      if (last && last.seq > held) {
-        restart = true;
-        messages?.stop();
-      } else link.askSnapshot();
-    } catch (err) {
-      logger.warn({ err: String(err) }, 'reading the last status snapshot failed; asking for one');
-      link.askSnapshot();
-    }
-  };
-
-  const take = (entry: StreamEntry) => {
-    const held = feed.current();
-    if (entry.kind === 'snapshot') {
-      if (!held || entry.seq > held.seq) {
-        stats.snapshots++;
-        feed.accept(entry.composition, undefined);
-      }
-      if (!held || entry.seq >= held.seq) broken = false;
-      return;
-    }
-    if (held && entry.seq <= held.seq) return;
-    if (broken) return;
-    if (!held || held.seq !== entry.delta.baseSeq) {
-      broken = true;
-      stats.gaps++;
-      logger.warn({ held: held?.seq, base: entry.delta.baseSeq, seq: entry.seq }, 'a status delta does not apply to the composition held: fetching a snapshot');
-      void resync(held?.seq ?? 0);
-      return;
-    }
-    stats.deltas++;
-    feed.accept(Object.freeze(applyDelta(held, entry.delta)), entry.delta);
-  };
-
-  const run = async () => {
-    while (!stopped) {
-      try {
-        restart = false;
-        const last = await lastSnapshot(link);
-        if (!last) markCaughtUp();
-        else if (caughtUpAt === Number.POSITIVE_INFINITY) caughtUpAt = (await link.jsm.streams.info(link.stream)).state.last_seq;
-        const consumer = await link.js.consumers.get(
-          link.stream,
-          last ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last.start } : { deliver_policy: DeliverPolicy.New },
-        );
-        if (stopped) return;
-        messages = await consumer.consume();
-        // Stopped while the consumer was being made: nothing would end the loop below.
-        if (stopped) return;
-        const assemble = statusAssembler({ sealing: link.sealing, held: () => feed.current()?.seq });
-        for await (const m of messages) {
-          // What it holds already (its own, on the serving replica) is not even gunzipped or parsed.
-          const framing = framingOf({ seq: m.seq, headers: m.headers });
-          const held = feed.current()?.seq;
-          if (framing && held !== undefined && framing.seq <= held) {
-            if (framing.kind === 'snapshot' && framing.seq === held) broken = false;
-            if (m.seq >= caughtUpAt) markCaughtUp();
-            noteRead(m.seq);
-            continue;
-          }
-          const entry = await assemble({ seq: m.seq, data: m.data, headers: m.headers, time: m.time.getTime() }).catch((err) => {
-            logger.warn({ err: String(err), streamSeq: m.seq }, 'not a status stream message: ignored');
-            return undefined;
-          });
-          if (entry) take(entry);
-          if (m.seq >= caughtUpAt) markCaughtUp();
-          noteRead(m.seq);
-          if (restart || stopped) break;
+  return {
+    /** A snapshot of the seq held was read again: the chain holds. */
+    mend() {
+      broken = false;
+    },
+    take(entry: StreamEntry) {
+      const held = feed.current();
+      if (entry.kind === 'snapshot') {
+        if (!held || entry.seq > held.seq) {
+          stats.snapshots++;
+          feed.accept(entry.composition, undefined);
         }
-      } catch (err) {
-        if (stopped) return;
-        logger.warn({ err: String(err), retryInMs: FOLLOW_RETRY_MS }, 'reading the status stream failed');
-        await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
-      } finally {
-        messages?.stop();
-        messages = undefined;
+        if (!held || entry.seq >= held.seq) broken = false;
+        return;
       }
-      if (!restart && !stopped) await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
-    }
+      if (held && entry.seq <= held.seq) return;
+      if (broken) return;
+      if (!held || held.seq !== entry.delta.baseSeq) {
+        broken = true;
+        stats.gaps++;
+        logger.warn(
+          { held: held?.seq, base: entry.delta.baseSeq, seq: entry.seq },
+          'a status delta does not apply to the composition held: fetching a snapshot',
+        );
+        resync(held?.seq ?? 0);
+        return;
+      }
+      stats.deltas++;
+      feed.accept(Object.freeze(applyDelta(held, entry.delta)), entry.delta);
+    },
   };
-  const running = run();
+}
+type DeltaChain = ReturnType<typeof deltaChain>;
+
+// An ordered consumer from the last snapshot (or from now when there is none), read again from
+// the start after a failure or when a newer snapshot is to be read from (`restart`).
+async function consumeStream(link: StatusStreamLink, feed: FollowedFeed, logger: Logger, following: Following, progress: ReadProgress, chain: DeltaChain) {
+  while (!following.stopped) {
+    try {
+      following.restart = false;
+      const last = await lastSnapshot(link);
+      if (!last) progress.markCaughtUp();
+      else if (progress.aimless()) progress.catchUpAt((await link.jsm.streams.info(link.stream)).state.last_seq);
+      const consumer = await link.js.consumers.get(
+        link.stream,
+        last ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last.start } : { deliver_policy: DeliverPolicy.New },
+      );
+      if (following.stopped) return;
+      following.messages = await consumer.consume();
+      // Stopped while the consumer was being made: nothing would end the loop below.
+      if (following.stopped) return;
+      const assemble = statusAssembler({ sealing: link.sealing, held: () => feed.current()?.seq });
+      for await (const m of following.messages) {
+        // What it holds already (its own, on the serving replica) is not even gunzipped or parsed.
+        const framing = framingOf({ seq: m.seq, headers: m.headers });
+        const held = feed.current()?.seq;
+        if (framing && held !== undefined && framing.seq <= held) {
+          if (framing.kind === 'snapshot' && framing.seq === held) chain.mend();
+          progress.read(m.seq);
+          continue;
+        }
+        const entry = await assemble({ seq: m.seq, data: m.data, headers: m.headers, time: m.time.getTime() }).catch((err) => {
+          logger.warn({ err: String(err), streamSeq: m.seq }, 'not a status stream message: ignored');
+          return undefined;
+        });
+        if (entry) chain.take(entry);
+        progress.read(m.seq);
+        if (following.restart || following.stopped) break;
+      }
+    } catch (err) {
+      if (following.stopped) return;
+      logger.warn({ err: String(err), retryInMs: FOLLOW_RETRY_MS }, 'reading the status stream failed');
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
+    } finally {
+      following.messages?.stop();
+      following.messages = undefined;
+    }
+    if (!following.restart && !following.stopped) await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
+  }
+}
+
+// Live messages as they cross NATS, once caught up, taken in order; what this replica is putting
+// into the stream itself is not read back.
+function followLive(
+  link: StatusStreamLink,
+  feed: FollowedFeed,
+  logger: Logger,
+  live: { nc: NatsConnection; publishing(): number | undefined; following: Following; progress: ReadProgress; chain: DeltaChain },
+): { unsubscribe(): void; drained(): Promise<void> } {
+  const { following, progress, chain } = live;
   const liveAssemble = statusAssembler({ sealing: link.sealing, held: () => feed.current()?.seq });
   let liveChain = Promise.resolve();
-  const liveSub = live?.nc.subscribe(link.subjects.all, {
+  const liveSub = live.nc.subscribe(link.subjects.all, {
     callback: (err, m) => {
-      if (err || stopped || !isCaughtUp) return;
+      if (err || following.stopped || !progress.isCaughtUp()) return;
       const framing = framingOf({ seq: 0, headers: m.headers });
       const held = feed.current()?.seq;
       if (!framing || (held !== undefined && framing.seq <= held) || framing.seq === live.publishing()) return;
       liveChain = liveChain
         .then(async () => {
           const entry = await liveAssemble({ seq: 0, data: m.data, headers: m.headers, time: Date.now() });
-          if (entry && !stopped) take(entry);
+          if (entry && !following.stopped) chain.take(entry);
         })
         .catch((error) => logger.warn({ err: String(error) }, 'not a status stream message: ignored'));
     },
   });
-  return {
-    stats,
-    caughtUp,
-    // What the stream holds now, read: a replica taking the lease after a freeze composes on the
-    // last composition the one before it showed (its floor), not on what it held when it froze.
-    async readUpToNow() {
-      const last = (await link.jsm.streams.info(link.stream)).state.last_seq;
-      if (readSeq >= last || stopped) return;
-      await new Promise<void>((resolve) => waiting.add({ seq: last, resolve }));
-    },
-    async stop() {
-      stopped = true;
-      for (const waiter of waiting) waiter.resolve();
-      waiting.clear();
-      liveSub?.unsubscribe();
-      messages?.stop();
-      await running;
-      await liveChain;
-    },
-  };
+  return { unsubscribe: () => liveSub.unsubscribe(), drained: () => liveChain };
 }
