@@ -14,34 +14,56 @@ const require = createRequire(import.meta.url);
  */
 const BAD_DAY = 'test/mesh/bad-day.test.ts';
 /**
- * The files that wait longest or work hardest (child gateways, meshctl runs, browsers), slowest
- * first. They start after the light files, so that the group does not end on one of them alone:
- * they run three at a time.
+ * The long files that mostly wait on the gateway's own clock (a NATS outage outlived, a claim that
+ * lapses, a write retried for 15 s, a frozen replica's heartbeats going SILENT) and use little CPU
+ * meanwhile, longest first (seconds alone, quiet, 2026-12-03). They start beside the bad day and
+ * then one in every two of the files started, so that at any moment about one worker waits on a
+ * clock while the others use the cores.
  */
-const HEAVIEST_LAST = [
-  'test/cli/meshctl.test.ts',
-  'test/mesh/sigkill.test.ts',
-  'test/dashboard/dashboard-lookback.test.ts',
-  'test/server/graceful-sigterm.test.ts',
-  'test/bus/cluster.test.ts',
-  'test/dashboard/dashboard-browser.test.ts',
-  'test/services/access/jwt-sign-in.test.ts',
-  'test/services/status/operator-truth.test.ts',
-  'test/store/embedded-store.test.ts',
-  'test/server/graphiql-offline.test.ts',
-  'test/services/status/behind.test.ts',
-  'test/mesh/restart.test.ts',
+const WAITING = [
+  'test/services/hand-acts/outbox.test.ts', // 39 s: 15 s of KV retries, a 10 s claim
+  'test/services/status/takeover-after-nats-restart.test.ts', // 34 s: SILENT after 12 s, 12 s watched
+  'test/services/plans/plan-records-nats-away.test.ts', // 15 s
+  'test/services/plans/applies-nats-restart.test.ts', // 13 s
+  'test/services/status/composing-nats-away.test.ts', // 11 s: NATS away 6 s
+  'test/services/news/heard-time.test.ts', // 9 s
+  'test/store/idle-transaction.test.ts', // 9 s: PostgreSQL's idle-in-transaction time-out
+  'test/server/no-request-ends-it.test.ts', // 9 s
 ];
+/**
+ * The long files that work hardest (child gateways, meshctl runs, browsers, a NATS cluster, the
+ * fuzzer), longest first. They start early, between the waiting ones, and the many short files
+ * come last, so the run does not end on a long file alone.
+ */
+const WORKING = [
+  'test/bus/cluster.test.ts', // 29 s
+  'test/dashboard/dashboard-lookback.test.ts', // about 25 s
+  'test/services/access/jwt-sign-in.test.ts', // 23 s
+  'test/cli/meshctl.test.ts', // 20 s: a hundred meshctl processes
+  'test/mesh/sigkill.test.ts', // 20 s: ten restarts
+  'test/fuzz/doors.test.ts', // 16 s: two gateways fuzzed 12 s each
+  'test/dashboard/dashboard-browser.test.ts', // about 15 s
+  'test/services/access/jwt-door.test.ts', // 12 s: 10,000 bearers verified
+  'test/server/graphiql-offline.test.ts', // about 10 s
+  'test/store/embedded-store.test.ts', // 9 s: PGlite's initdb
+  'test/services/status/status-stream-sealed.test.ts', // 9 s
+  'test/server/graceful-sigterm.test.ts', // 8 s
+  'test/services/status/operator-truth.test.ts', // 8 s
+  'test/services/status/behind.test.ts', // 8 s
+  'test/mesh/restart.test.ts', // 7 s
+];
+/** The bad day, then the waiting and the working files alternately (each list longest first), then the rest. */
+const FIRST = [BAD_DAY, ...Array.from({ length: Math.max(WAITING.length, WORKING.length) }, (_, i) => [WAITING[i], WORKING[i]]).flat()].filter(
+  (path): path is string => path !== undefined,
+);
 
-/** vitest's order (by group, failed first, then longest by its cache), except that the bad day goes first and HEAVIEST_LAST after the rest. */
-class HeaviestLast extends BaseSequencer {
+/** vitest's order (by group, failed first, then longest by its cache, or largest), except that FIRST goes first, in its order. */
+class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const rank = (spec: TestSpecification) => {
-      const path = relative(spec.project.config.root, spec.moduleId);
-      if (path === BAD_DAY) return -1;
-      const at = HEAVIEST_LAST.indexOf(path);
-      return at === -1 ? 0 : 1 + at;
+      const at = FIRST.indexOf(relative(spec.project.config.root, spec.moduleId));
+      return at === -1 ? FIRST.length : at;
     };
     const group = (spec: TestSpecification) => spec.project.config.sequence.groupOrder;
     return sorted
@@ -50,6 +72,13 @@ class HeaviestLast extends BaseSequencer {
       .map(({ spec }) => spec);
   }
 }
+
+/**
+ * Files at once. Most files wait (on NATS, timers, child processes) rather than compute: with three,
+ * the waiting files added in issue 35 (some 120 s of waits among them) lengthened the run by about
+ * their sum over three. MESH_TEST_WORKERS sets another count for a run (to compare on a machine).
+ */
+const WORKERS = Number(process.env.MESH_TEST_WORKERS) || 4;
 
 /**
  * Files that run each in a process of their own: they set process-wide state (the OpenTelemetry
@@ -85,12 +114,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Most tests wait (on NATS, timers, child processes) rather than compute, so three files run at
-    // once even on two cores (vitest's default, cores - 1, would run them one at a time); four gave
-    // 9 s of 223 for twice the contention (test/README.md).
-    maxWorkers: 3,
+    maxWorkers: WORKERS,
     fileParallelism: true,
-    sequence: { sequencer: HeaviestLast },
+    sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: 'own-process', include: OWN_PROCESS, isolate: true, setupFiles: [YIELD_CPU] } },
       { extends: true, test: { name: 'bad-day', include: [BAD_DAY], isolate: true } },
