@@ -6,9 +6,6 @@ import type { DB, SeatRow } from '../../store/tables.js';
 import { readNames, readVerbs } from '../verbs/protocol.js';
 import type { Catalogue, SeatDefinition } from './catalogue.js';
 
-/** Any store handle, re-exported until the seat resolvers import it from the store (issue 36). */
-export type { Db };
-
 export interface Seat extends SeatDefinition {}
 
 export interface Alias {
