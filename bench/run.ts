@@ -6,6 +6,7 @@ import { run as cores } from './cores.js';
 import { run as counts } from './counts.js';
 import { run as dashboard } from './dashboard.js';
 import { run as fanout } from './fanout.js';
+import { run as ingestWrites } from './ingest-writes.js';
 import { run as pages } from './pages.js';
 import { run as reads } from './reads.js';
 import { run as stream } from './stream.js';
@@ -26,6 +27,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   pages,
   cores,
   'child-start': childStart,
+  'ingest-writes': ingestWrites,
 };
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));

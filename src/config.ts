@@ -24,6 +24,8 @@ export interface Config {
   subjects: string;
   /** The expected interval between a machine's heartbeats, in seconds. */
   heartbeatSeconds: number;
+  /** MESH_CHECKPOINT_S: each machine's last-heard and beat count reach the store once per this many seconds, spread evenly (issue 37). */
+  checkpointSeconds: number;
   /** How long duration rows are kept, in days. */
   durationRetentionDays: number;
   /** The bounds in force, in seconds, shown beside each duration summary. */
@@ -74,6 +76,8 @@ export interface JwtConfig {
 export const JWT_CLOCK_TOLERANCE_DEFAULT_S = 30;
 /** More tolerance than this would keep an expired token good for over five minutes: refused as a mistake. */
 export const JWT_CLOCK_TOLERANCE_MAX_S = 300;
+/** A steady mesh writes each machine's last-heard once per 300 s: machines / 300 rows a second (issue 37). */
+const CHECKPOINT_S = 300;
 /** The hosts a MESH_JWKS_URL may reach over plain `http:`: this machine only (tests, a local issuer); anywhere else, keys over plain HTTP could be swapped. */
 const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
 
@@ -187,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     controller: name(env, 'MESH_CONTROLLER', 'mesh-controller'),
     subjects: name(env, 'MESH_SUBJECTS', 'mesh'),
     heartbeatSeconds,
+    checkpointSeconds: int(env, 'MESH_CHECKPOINT_S', CHECKPOINT_S, 0.01),
     durationRetentionDays: int(env, 'MESH_DURATION_RETENTION_DAYS', 14, 0.001),
     bounds: {
       applySeconds: int(env, 'MESH_APPLY_TIMEOUT_S', 300, 0.001),

@@ -22,6 +22,7 @@ import { startHandActView } from './services/hand-acts/hand-acts.js';
 import { startRecordRelay } from './services/hand-acts/outbox.js';
 import type { Mesh } from './services/mesh.js';
 import { startNewsHearing } from './services/news/hearing.js';
+import { hearingReplayMs } from './services/news/hearing-follower.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
 import { startPlanChanges } from './services/plans/changes.js';
 import { startApplyResends } from './services/plans/resends.js';
@@ -155,7 +156,14 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     });
     stops.push(() => status.stop());
     const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas, config.streamBytes.news);
-    const hearing = startNewsHearing({ jsm: bus.jsm, nc: bus.nc, stream: newsStream.stream, logger });
+    const hearing = startNewsHearing({
+      jsm: bus.jsm,
+      nc: bus.nc,
+      stream: newsStream.stream,
+      logger,
+      follow: { js: bus.js, root: config.subjects, replayMs: hearingReplayMs(config.heartbeatSeconds) },
+      checkpointMs: config.checkpointSeconds * 1000,
+    });
     stops.push(async () => hearing.stop());
     await hearing.refresh();
     const statusCounts = startStatusCounts(status, { js: bus.js, stream: statusStream.stream }, config.statusHistoryHours * 3_600_000, logger);

@@ -18,7 +18,7 @@ function groupBy(holdings: Holding[], keys: readonly string[], key: (h: Holding)
 export function createLoaders(mesh: Mesh): Loaders {
   const { db, catalogue } = mesh;
   const seat = new KnownLoader((names) => seatsByNames(db, catalogue, names));
-  const machine = new KnownLoader((names) => machinesByNames(db, names));
+  const machine = new KnownLoader((names) => machinesByNames(db, names, mesh.hearing.machines));
   // Holdings bring the seats and machines they name, all of a level in one statement, when the query asks for them.
   const nextLevel = async (groups: Holding[][], asked: ReadonlySet<string>) => {
     const holdings = groups.flat();

@@ -3,6 +3,7 @@ import { byName, checkName } from '../../kernel/names.js';
 import type { Db } from '../../store/db.js';
 import { byNameSql } from '../../store/name-order.js';
 import type { DB } from '../../store/tables.js';
+import { type HeardOf, withHeard } from './heard.js';
 
 export type MachineState = 'UP' | 'LATE' | 'SILENT';
 
@@ -168,22 +169,22 @@ export interface MachineFilter {
   state?: { is: MachineState; judging: Judging } | null;
 }
 
-/** Every machine, by name; of one site and in one state when asked. One statement. */
-export async function listMachines(db: Db, filter: MachineFilter = {}): Promise<Machine[]> {
+/** Every machine, by name; of one site and in one state when asked (judged at what `heard` holds). One statement. */
+export async function listMachines(db: Db, filter: MachineFilter = {}, heard?: HeardOf): Promise<Machine[]> {
   let query = machineQuery(db).orderBy(byNameSql('m.name'));
   if (filter.site != null) query = query.where('m.site', '=', checkName(filter.site, 'site'));
-  const machines = (await query.execute()).map(toMachine);
+  const machines = (await query.execute()).map((row) => withHeard(toMachine(row), heard));
   const state = filter.state;
   return state ? machines.filter((m) => machineState(m.lastHeardAt.getTime(), state.judging) === state.is) : machines;
 }
 
-/** The machines named, in the order asked; undefined where none has that name. One statement. */
-export async function machinesByNames(db: Db, names: readonly string[]): Promise<(Machine | undefined)[]> {
+/** The machines named, in the order asked, last heard as `heard` holds; undefined where none has that name. One statement. */
+export async function machinesByNames(db: Db, names: readonly string[], heard?: HeardOf): Promise<(Machine | undefined)[]> {
   if (names.length === 0) return [];
   const rows = await machineQuery(db)
     .where(sql<boolean>`m.name = any(${[...new Set(names)]}::text[])`)
     .execute();
-  const byName = new Map(rows.map((row) => [row.name, toMachine(row)]));
+  const byName = new Map(rows.map((row) => [row.name, withHeard(toMachine(row), heard)]));
   return names.map((name) => byName.get(name));
 }
 
@@ -214,7 +215,7 @@ export interface HeartbeatRecorded {
  * object has (`constructor`, `toString`) read `Object.prototype`'s, a function, written as a null
  * the store refused: the whole beat was dropped as poison (found by the fuzzer).
  */
-const claimsOf = (beat: Heartbeat, module: string): readonly string[] => (beat.claims && Object.hasOwn(beat.claims, module) ? (beat.claims[module] ?? []) : []);
+export const claimsOf = (beat: Heartbeat, module: string): readonly string[] => (beat.claims && Object.hasOwn(beat.claims, module) ? (beat.claims[module] ?? []) : []);
 
 /**
  * Records heartbeats in one transaction: upserts each machine (site, last heard, count) and its

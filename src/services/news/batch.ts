@@ -4,11 +4,13 @@ import { isTransientConflict } from '../../kernel/sqlstate.js';
 import type { Store } from '../../store/db.js';
 import { type Duration, heartbeatGaps, recordDurations } from '../durations/durations.js';
 import type { MeshEvents } from '../events.js';
+import { changesStored, type StoredMachine, storedMachines } from '../machines/changes.js';
 import { withoutControllerClaims } from '../machines/claims.js';
-import { type Heartbeat, recordHeartbeats } from '../machines/machines.js';
+import { type Heartbeat, type HeartbeatRecorded, recordHeartbeats } from '../machines/machines.js';
 import { applyReports, type Report, type RolloutMesh } from '../plans/rollout.js';
 import type { Leases } from '../replicas/leases.js';
 import { type BuildNews, recordBuildNews } from './builds.js';
+import type { NewsHearing } from './hearing.js';
 import { HEARTBEAT_CHUNK_PAIRS } from './limits.js';
 import type { News } from './wire.js';
 
@@ -20,6 +22,8 @@ export interface IngestMesh extends RolloutMesh {
   events: MeshEvents;
   config: { controller: string; heartbeatSeconds: number };
   leases: Pick<Leases, 'continuousSince'>;
+  /** This replica's memory of last-heard, and what it owes the store's checkpoint. */
+  hearing: Pick<NewsHearing, 'machines' | 'owed'>;
 }
 
 /** News the wire contract accepts. */
@@ -64,9 +68,60 @@ function chunked(beats: Heartbeat[]): Heartbeat[][] {
 }
 
 /**
- * Writes one batch of judged news: heartbeats in one transaction (machines and assignments) with
- * their late gaps, build news with build durations, reports through the rollout. Emits 'news'
- * with the machines whose beats were written, for the composer to re-read only those.
+ * Each beat with the one heard before it (this replica's memory, else the store's checkpoint of a
+ * machine it has not heard), in time order, each noted in memory as it goes: what `heartbeatGaps`
+ * judges lateness from.
+ */
+function hearBeats(mesh: IngestMesh, beats: readonly Heartbeat[], stored: ReadonlyMap<string, StoredMachine>): HeartbeatRecorded[] {
+  const heard = mesh.hearing.machines;
+  const now = Date.now();
+  return [...beats]
+    .sort((a, b) => a.at.getTime() - b.at.getTime())
+    .map((beat) => {
+      const atMs = beat.at.getTime();
+      const before = heard.before(beat.machine, atMs);
+      const fromStore = before || heard.lastMs(beat.machine) !== undefined ? undefined : stored.get(beat.machine);
+      heard.note(beat.machine, atMs, now);
+      const previousAt = before?.atMs ?? fromStore?.lastHeardMs;
+      const previousWrittenAt = before?.takenMs ?? fromStore?.writtenMs;
+      return {
+        machine: beat.machine,
+        previousAt: previousAt === undefined ? undefined : new Date(previousAt),
+        previousWrittenAt: previousWrittenAt === undefined ? undefined : new Date(previousWrittenAt),
+        at: beat.at,
+      };
+    });
+}
+
+/**
+ * Takes a batch's heartbeats in (issue 37): compared with the store in one statement that writes
+ * nothing, the beats of machines whose latest beat changes what is stored (new, another site, other
+ * modules or claims) are written (`recordHeartbeats`); every other beat is noted in memory and owed
+ * to the checkpoint. A beat older than the last heard changes nothing. Returns the late gaps.
+ */
+async function takeBeats(mesh: IngestMesh, batch: readonly Heartbeat[]): Promise<Duration[]> {
+  if (batch.length === 0) return [];
+  const beats = withoutControllerClaims(batch, mesh);
+  const latest = new Map<string, Heartbeat>();
+  for (const beat of beats) if (beat.at.getTime() >= (latest.get(beat.machine)?.at.getTime() ?? Number.NEGATIVE_INFINITY)) latest.set(beat.machine, beat);
+  const stored = await retryOnce(() => storedMachines(mesh.db, [...latest.keys()]));
+  const heard = mesh.hearing.machines;
+  const changing = new Set<string>();
+  for (const [machine, beat] of latest) {
+    if (beat.at.getTime() < (heard.lastMs(machine) ?? Number.NEGATIVE_INFINITY)) continue; // overtaken: a newer beat stands
+    if (changesStored(beat, stored.get(machine))) changing.add(machine);
+  }
+  const written = beats.filter((b) => changing.has(b.machine));
+  for (const chunk of chunked(written)) await retryOnce(() => recordHeartbeats(mesh.db, chunk));
+  const recorded = hearBeats(mesh, beats, stored);
+  for (const beat of beats) if (!changing.has(beat.machine)) mesh.hearing.owed.owe(beat.machine, beat.at.getTime());
+  return heartbeatGaps(recorded, mesh.config.heartbeatSeconds, mesh.leases.continuousSince());
+}
+
+/**
+ * Writes one batch of judged news: heartbeats as `takeBeats` takes them, with their late gaps,
+ * build news with build durations, reports through the rollout. Emits 'news' with the machines
+ * heard, for the composer to re-read only those.
  */
 export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): Promise<void> {
   const beats: Heartbeat[] = [];
@@ -77,11 +132,7 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
     else if (news.type === 'report') reports.push(news.report);
     else builds.push(news.build);
   }
-  const durations: Duration[] = [];
-  for (const chunk of chunked(beats)) {
-    const recorded = await retryOnce(() => recordHeartbeats(mesh.db, withoutControllerClaims(chunk, mesh)));
-    durations.push(...heartbeatGaps(recorded, mesh.config.heartbeatSeconds, mesh.leases.continuousSince()));
-  }
+  const durations = await takeBeats(mesh, beats);
   if (builds.length) durations.push(...(await retryOnce(() => recordBuildNews(mesh.db, builds))));
   await recordDurations(mesh.db, durations);
   if (reports.length) {

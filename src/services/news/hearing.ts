@@ -3,6 +3,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { NEWS_CONSUMER } from '../../bus/news-stream.js';
 import type { DeafSpan } from '../machines/machines.js';
+import { CheckpointsOwed } from './checkpoints.js';
+import { HeardMachines } from './heard-machines.js';
+import { type FollowedUpTo, type FollowSource, followHearing, type HearingFollower } from './hearing-follower.js';
 
 /** Every replica reads how far the news is written this often: the lag on /metrics, and a composer behind learns it caught up. */
 export const HEARING_POLL_MS = 500;
@@ -27,11 +30,17 @@ interface Heard {
   readAtMs: number;
   /** The times this replica's NATS connection was down, oldest first: beats sent then may be lost, so they are not silence. */
   deaf: readonly DeafSpan[];
+  /** When each machine was last heard, as this replica's memory holds it up to `heardUntilMs` and past it (issue 37). */
+  machines: HeardMachines;
 }
 
 export interface NewsHearing {
   /** The last watermark read; before the first read, the instant the gateway started (nothing heard before it counts as silence). */
   current(): Heard;
+  /** When each machine was last heard, kept in memory: every reader of last-heard takes the later of it and the store's checkpoint. */
+  machines: HeardMachines;
+  /** What this replica's ingest took in without writing, owed to the store's checkpoint (`startCheckpointing` writes it). */
+  owed: CheckpointsOwed;
   /** Reads the watermark now (reads asked while one is under way share it); the last known one when NATS does not answer in time. */
   refresh(): Promise<Heard>;
   /** How far the oldest unwritten news is behind this replica's clock, in ms; 0 when caught up. */
@@ -54,6 +63,13 @@ export interface HearingSource {
   nc?: Pick<NatsConnection, 'status'>;
   stream: string;
   logger?: Logger;
+  /**
+   * Follow the stream for hearing (`followHearing`): every beat noted in memory and the watermark
+   * never past what is read. Absent (a test's source), memory holds what this replica's ingest wrote.
+   */
+  follow?: Pick<FollowSource, 'js' | 'root' | 'replayMs'>;
+  /** MESH_CHECKPOINT_S in ms: the period over which what is owed to the store is spread. */
+  checkpointMs?: number;
 }
 
 const timeout = (ms: number) =>
@@ -67,11 +83,26 @@ const timeout = (ms: number) =>
  * what the answer covers: caught up (nothing pending), news stored before it is written; else the
  * stream time of the oldest message not acknowledged (the one after the ack floor) bounds it.
  */
-async function readHeard(source: HearingSource, previousMs: number): Promise<Omit<Heard, 'deaf'>> {
+async function readHeard(source: HearingSource, previousMs: number, followed?: () => FollowedUpTo): Promise<Omit<Heard, 'deaf' | 'machines'>> {
   const askedAt = Date.now();
   const info = await source.jsm.consumers.info(source.stream, NEWS_CONSUMER);
+  const written = await writtenUntil(source, info, askedAt, previousMs);
+  if (!followed) return { ...written, readAtMs: Date.now() };
+  // The stream's last sequence when asked: what the shared consumer delivered and what it has not.
+  const behind = Math.max(0, info.delivered.stream_seq + info.num_pending - followed().seq);
+  const readUntilMs = behind === 0 ? askedAt : followed().storedMs - 1;
+  return { heardUntilMs: Math.min(written.heardUntilMs, readUntilMs), pending: written.pending + behind, readAtMs: Date.now() };
+}
+
+/** How far the news is written: caught up, up to `askedAt`; else up to the oldest message not acknowledged. */
+async function writtenUntil(
+  source: HearingSource,
+  info: Awaited<ReturnType<HearingSource['jsm']['consumers']['info']>>,
+  askedAt: number,
+  previousMs: number,
+): Promise<{ heardUntilMs: number; pending: number }> {
   const pending = info.num_pending + info.num_ack_pending;
-  if (pending === 0) return { heardUntilMs: askedAt, pending, readAtMs: Date.now() };
+  if (pending === 0) return { heardUntilMs: askedAt, pending };
   const oldest = info.ack_floor.stream_seq + 1;
   let stored = await source.jsm.streams.getMessage(source.stream, { seq: oldest });
   if (!stored) {
@@ -81,7 +112,7 @@ async function readHeard(source: HearingSource, previousMs: number): Promise<Omi
   }
   // Nothing found to bound it: the instant known before stands, never one later.
   const storedMs = stored ? Date.parse(stored.timestamp) - 1 : previousMs;
-  return { heardUntilMs: Math.min(askedAt, storedMs), pending, readAtMs: Date.now() };
+  return { heardUntilMs: Math.min(askedAt, storedMs), pending };
 }
 
 /**
@@ -95,49 +126,103 @@ export function shownStates(span: DeafSpan, heardUntilMs: number, composedAtMs: 
   return { fromMs: Math.min(heardUntilMs, span.toMs), toMs: span.toMs };
 }
 
+/** The spans this replica's NATS connection was down, as `startNewsHearing` keeps them. */
+interface DeafSpans {
+  now(): DeafSpan[];
+  shown(heardUntilMs: number, composedAtMs: number): void;
+  stop(): void;
+}
+
 /**
- * Keeps this replica's reading of how far the news is written (`readHeard`), every HEARING_POLL_MS
- * and whenever asked. Every replica reads the same consumer, so all judge states at nearly the same
- * instant whichever of them wrote the news; a replica that died holding news holds the watermark
- * back (its news shows as lag) until the stream delivers that news again to another.
+ * A lost connection is a deaf span from the last read that answered (`readAtMs`) to the
+ * reconnection, never reaching back past a state already shown (`shown`); `changed` is told of each.
  */
-export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()): NewsHearing {
-  let heard: Heard = { heardUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs, deaf: [] };
+function deafSpans(source: HearingSource, readAtMs: () => number, changed: () => void): DeafSpans {
   let deaf: DeafSpan[] = [];
   let deafSince: number | undefined;
-  // A lost connection is a deaf span from the last read that answered to the reconnection, never
-  // reaching back past a state already shown (`shown`).
   const statuses = source.nc?.status() as (AsyncIterable<{ type: string }> & { stop?(): void }) | undefined;
   if (statuses) {
     (async () => {
       for await (const status of statuses) {
-        if (status.type === 'disconnect' && deafSince === undefined) deafSince = Math.min(heard.readAtMs, Date.now());
+        if (status.type === 'disconnect' && deafSince === undefined) deafSince = Math.min(readAtMs(), Date.now());
         else if (status.type === 'reconnect' && deafSince !== undefined) {
           const now = Date.now();
           deaf = [...deaf.filter((d) => d.toMs > now - DEAF_KEPT_MS), { fromMs: deafSince, toMs: now }].slice(-DEAF_SPANS_MAX);
           source.logger?.warn({ deafMs: now - deafSince }, "NATS was away: beats sent meanwhile may be lost, so that time is not counted as machines' silence");
           deafSince = undefined;
-          heard = { ...heard, deaf };
+          changed();
         }
       }
     })().catch(() => undefined);
   }
-  const deafNow = (): DeafSpan[] => (deafSince === undefined ? deaf : [...deaf, { fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }]);
-  const shown = (heardUntilMs: number, composedAtMs: number) => {
-    if (!Number.isFinite(heardUntilMs) || !Number.isFinite(composedAtMs)) return;
-    deaf = deaf.map((span) => shownStates(span, heardUntilMs, composedAtMs));
-    if (deafSince !== undefined) deafSince = shownStates({ fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }, heardUntilMs, composedAtMs).fromMs;
-    heard = { ...heard, deaf: deafNow() };
+  return {
+    now: () => (deafSince === undefined ? deaf : [...deaf, { fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }]),
+    shown(heardUntilMs, composedAtMs) {
+      if (!Number.isFinite(heardUntilMs) || !Number.isFinite(composedAtMs)) return;
+      deaf = deaf.map((span) => shownStates(span, heardUntilMs, composedAtMs));
+      if (deafSince !== undefined) deafSince = shownStates({ fromMs: deafSince, toMs: Number.POSITIVE_INFINITY }, heardUntilMs, composedAtMs).fromMs;
+      changed();
+    },
+    stop: () => statuses?.stop?.(),
   };
+}
+
+/** The checkpoint period of a hearing whose source names none (a test's): MESH_CHECKPOINT_S's default. */
+const CHECKPOINT_DEFAULT_MS = 300_000;
+
+/** A follower that could not start (NATS away) is tried again this much later; meanwhile the watermark stays where the replay starts. */
+const FOLLOW_RETRY_MS = 1_000;
+
+/**
+ * Starts the hearing follower (`followHearing`), trying again until NATS answers; resolves once it
+ * has read what the stream held when it started. Absent `follow`, resolves at once with none.
+ */
+async function startFollowing(source: HearingSource, machines: HeardMachines, isStopped: () => boolean): Promise<HearingFollower | undefined> {
+  if (!source.follow) return undefined;
+  for (;;) {
+    try {
+      const follower = await followHearing({ ...source.follow, jsm: source.jsm, stream: source.stream, logger: source.logger }, machines);
+      await follower.caughtUp;
+      return follower;
+    } catch (err) {
+      if (isStopped()) return undefined;
+      source.logger?.warn({ err: String(err), retryInMs: FOLLOW_RETRY_MS }, 'following the news stream for hearing could not start: trying again');
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_RETRY_MS));
+    }
+  }
+}
+
+/**
+ * Keeps this replica's reading of how far the news is written (`readHeard`), every HEARING_POLL_MS
+ * and whenever asked. Every replica reads the same consumer, so all judge states at nearly the same
+ * instant whichever of them wrote the news; a replica that died holding news holds the watermark
+ * back (its news shows as lag) until the stream delivers that news again to another. With
+ * `source.follow`, the first read waits until the follower has re-read the stream's recent window,
+ * and no read is past what the follower has read: last-heard is known up to the instant judged.
+ */
+export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()): NewsHearing {
+  const machines = new HeardMachines();
+  const owed = new CheckpointsOwed(source.checkpointMs ?? CHECKPOINT_DEFAULT_MS);
+  let heard: Heard = { heardUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs, deaf: [], machines };
+  const deaf = deafSpans(
+    source,
+    () => heard.readAtMs,
+    () => (heard = { ...heard, deaf: deaf.now() }),
+  );
   let reading: Promise<Heard> | undefined;
   let failing = false;
   let stopped = false;
+  let follower: HearingFollower | undefined;
+  const following = startFollowing(source, machines, () => stopped).then((f) => {
+    follower = f;
+    if (stopped) f?.stop();
+  });
   const listeners = new Set<(heard: Heard) => void>();
 
-  const refresh = (): Promise<Heard> =>
-    (reading ??= Promise.race([readHeard(source, heard.heardUntilMs), timeout(HEARING_READ_TIMEOUT_MS)])
+  const read = () =>
+    Promise.race([readHeard(source, heard.heardUntilMs, follower && (() => follower!.upTo())), timeout(HEARING_READ_TIMEOUT_MS)])
       .then((read) => {
-        heard = { ...read, deaf: deafNow() };
+        heard = { ...read, deaf: deaf.now(), machines };
         if (failing) source.logger?.info({ pending: read.pending }, 'the news stream answers again: judging states at what is written');
         failing = false;
         for (const listener of listeners) listener(heard);
@@ -148,10 +233,11 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
           source.logger?.warn({ err: String(err) }, 'how far the news is written could not be read: states stay judged at the last instant known');
         failing = true;
         return heard;
-      })
-      .finally(() => {
-        reading = undefined;
-      }));
+      });
+  const refresh = (): Promise<Heard> =>
+    (reading ??= following.then(read).finally(() => {
+      reading = undefined;
+    }));
 
   const timer = setInterval(() => void refresh(), HEARING_POLL_MS);
   timer.unref();
@@ -159,9 +245,11 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
 
   return {
     current: () => heard,
+    machines,
+    owed,
     refresh,
     lagMs: () => (heard.pending === 0 && !failing ? 0 : Math.max(0, Date.now() - heard.heardUntilMs)),
-    shown,
+    shown: deaf.shown,
     onRead(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -169,7 +257,8 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
     stop() {
       stopped = true;
       clearInterval(timer);
-      statuses?.stop?.();
+      follower?.stop();
+      deaf.stop();
       listeners.clear();
     },
   };

@@ -1,6 +1,7 @@
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import { NEWS_WORKING_EVERY_MS } from '../../bus/news-stream.js';
 import type { IngestMesh } from './batch.js';
+import { startCheckpointing } from './checkpoints.js';
 import { malformedLog } from './malformed-log.js';
 import { NewsPuller } from './news-puller.js';
 import { type NewsStats, NewsWriter } from './news-writer.js';
@@ -8,7 +9,7 @@ import { judgeNews } from './wire.js';
 
 export interface NewsIngest {
   stats: NewsStats;
-  /** Resolves once everything received so far is written (or handed back); logs the malformed news counted and not yet logged. */
+  /** Resolves once everything received so far is written (or handed back) and its checkpoint too; logs the malformed news counted and not yet logged. */
   flush(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -18,12 +19,14 @@ export interface NewsIngest {
  * consumer (shared by every replica, so each message is written by one replica): `NewsPuller`
  * pulls while there is room, each message is judged as it arrives (a malformed one is counted,
  * logged and acknowledged), and `NewsWriter` writes them in batches, acknowledging each message
- * once its batch is written.
+ * once its batch is written; a beat that changes nothing stored is owed to the checkpoint, which
+ * `startCheckpointing` writes spread over MESH_CHECKPOINT_S (issue 37).
  */
 export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetch'>): NewsIngest {
   const stats: NewsStats = { received: 0, ingested: 0, malformed: 0, poison: 0, redelivered: 0, batches: 0 };
   const malformed = malformedLog(mesh.logger);
   const writer = new NewsWriter(mesh, stats, () => puller.wake());
+  const checkpointing = startCheckpointing(mesh.db, mesh.hearing.owed, mesh.logger);
 
   const onMessage = (msg: JsMsg) => {
     if (!writer.takeHandedBack(msg.seq)) stats.received++;
@@ -46,9 +49,10 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
   const working = setInterval(() => writer.stillWorking(Date.now() - NEWS_WORKING_EVERY_MS), NEWS_WORKING_EVERY_MS);
   working.unref();
 
-  const flush = () => {
+  const flush = async () => {
     malformed.drain();
-    return writer.flush();
+    await writer.flush();
+    await checkpointing.flush();
   };
 
   return {
@@ -59,6 +63,7 @@ export function startNewsIngest(mesh: IngestMesh, consumer: Pick<Consumer, 'fetc
       await puller.stop();
       malformed.drain();
       await writer.stop();
+      await checkpointing.stop();
       malformed.stop();
     },
   };

@@ -70,6 +70,8 @@ export interface ComposeInput {
    * shows a machine better than it did for the same last-heard instant (`flooredState`).
    */
   shown?: Pick<Composition, 'machines'>;
+  /** When each machine was last heard, as this replica's memory holds it: the store keeps a checkpoint (issue 37). */
+  heard?: { lastHeardAt(machine: string, storedIso: string): string };
 }
 
 /**
@@ -78,13 +80,13 @@ export interface ComposeInput {
  * assignments (a join, not a lookup per machine), and both lists are sorted here, by code unit, as
  * holdings are: Postgres's collation costs more than the sort. Instants come back as ISO strings.
  */
-async function machineRows(db: Db): Promise<MachineRow[]> {
+async function machineRows(db: Db, heard: ComposeInput['heard']): Promise<MachineRow[]> {
   const { rows } = await sql<{ machines: [string, string | null, string, string[]][] }>`
     select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, coalesce(a.modules, '[]'::json))), '[]'::json) as machines
       from machine m
       left join (select machine, json_agg(module) as modules from assignment where running group by machine) a on a.machine = m.name`.execute(db);
   return rows[0]!.machines
-    .map(([name, site, lastHeardAt, modules]) => ({ name, site, lastHeardAt, modules: modules.sort() }))
+    .map(([name, site, lastHeardAt, modules]) => ({ name, site, lastHeardAt: heard?.lastHeardAt(name, lastHeardAt) ?? lastHeardAt, modules: modules.sort() }))
     .sort((a, b) => byName(a.name, b.name));
 }
 
@@ -93,7 +95,7 @@ async function machineRows(db: Db): Promise<MachineRow[]> {
  * modules and their claims and its holdings on record (index lookups per machine: the full
  * holdings query would hash every seat and holding however few machines are asked).
  */
-async function touchedRows(db: Db, names: readonly string[]): Promise<TouchedRow[]> {
+async function touchedRows(db: Db, names: readonly string[], heard: ComposeInput['heard']): Promise<TouchedRow[]> {
   const { rows } = await sql<{ machines: [string, string | null, string, [string, string[]][] | null, [string, string][] | null][] }>`
     select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, a.running, h.recorded)), '[]'::json) as machines
       from machine m
@@ -103,7 +105,7 @@ async function touchedRows(db: Db, names: readonly string[]): Promise<TouchedRow
   return rows[0]!.machines.map(([name, site, lastHeardAt, running, recorded]) => ({
     name,
     site,
-    lastHeardAt,
+    lastHeardAt: heard?.lastHeardAt(name, lastHeardAt) ?? lastHeardAt,
     modules: (running ?? []).map(([module]) => module).sort(),
     claims: running ?? [],
     recorded: recorded ?? [],
@@ -157,7 +159,7 @@ export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise
   const started = performance.now();
   const now = input.now ?? new Date();
   const [machines, { holdings, seats, plans }] = await Promise.all([
-    db.connection().execute((conn) => machineRows(conn)),
+    db.connection().execute((conn) => machineRows(conn, input.heard)),
     db.connection().execute(async (conn) => {
       return {
         holdings: await listHoldings(conn),
@@ -200,7 +202,7 @@ export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touch
   // view read them may not have been told to the composer yet (docs/status.md, "Judging silence").
   const crossing = view.crossingBy(judgingOf(input, now));
   const names = crossing.length ? [...new Set([...touched, ...crossing])] : touched;
-  const [rows, plans] = await Promise.all([names.length ? touchedRows(db, names) : [], openPlans(db)]);
+  const [rows, plans] = await Promise.all([names.length ? touchedRows(db, names, input.heard) : [], openPlans(db)]);
   view.replaceTouched(names, rows);
   return finish(db, view, input, now, started, plans);
 }

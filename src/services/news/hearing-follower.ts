@@ -1,0 +1,86 @@
+import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import { SILENT_AFTER_INTERVALS } from '../machines/machines.js';
+import type { HeardMachines } from './heard-machines.js';
+import { judgeNews } from './wire.js';
+
+/** A start re-reads the SILENT threshold of news and this many expected beats more. */
+const REPLAY_MARGIN_INTERVALS = 1;
+
+/**
+ * How far back a start re-reads the news stream: a machine with no beat in it is SILENT whatever
+ * the store's checkpoint says, so its checkpoint (never later than the truth) cannot raise it.
+ */
+export const hearingReplayMs = (heartbeatSeconds: number): number => (SILENT_AFTER_INTERVALS + REPLAY_MARGIN_INTERVALS) * heartbeatSeconds * 1000;
+
+/** Where the follower reads: the news stream, its subjects' root, and how far back a start re-reads. */
+export interface FollowSource {
+  js: Pick<JetStreamClient, 'consumers'>;
+  jsm: Pick<JetStreamManager, 'streams'>;
+  stream: string;
+  root: string;
+  /** A start re-reads the news stored this long before it (the SILENT threshold and a beat more). */
+  replayMs: number;
+  logger?: Logger;
+}
+
+/** The follower asks for this many messages at a time (the client's default is 100: too few for a replay of thousands a second). */
+const FOLLOW_BUFFER_MESSAGES = 5_000;
+
+/** How far the follower has read the news stream. */
+export interface FollowedUpTo {
+  /** The stream sequence of the last message read; 0 before the first. */
+  seq: number;
+  /** When the stream stored it (ms); the instant the follower started from before the first. */
+  storedMs: number;
+}
+
+export interface HearingFollower {
+  upTo(): FollowedUpTo;
+  /** Resolves once the follower has read every message the stream held when it started. */
+  caughtUp: Promise<void>;
+  stop(): void;
+}
+
+/**
+ * Follows the news stream on this replica, whichever replica's ingest writes each message: every
+ * heartbeat it holds is noted in `heard` at the instant the stream stored it (issue 37: the news
+ * stream is the log of hearing; the store keeps a checkpoint). An ordered consumer of this replica's
+ * own, from `replayMs` before now: a replica that starts or takes over rebuilds the last SILENT
+ * threshold of hearing from the stream, the rest from the store's checkpoint. Ordered consumers
+ * are made again by the client at the next sequence after NATS comes back.
+ */
+export async function followHearing(source: FollowSource, heard: HeardMachines): Promise<HearingFollower> {
+  const fromMs = Date.now() - source.replayMs;
+  const state = (await source.jsm.streams.info(source.stream)).state;
+  const target = state.last_ts && Date.parse(state.last_ts) >= fromMs ? state.last_seq : 0;
+  let upTo: FollowedUpTo = { seq: 0, storedMs: fromMs };
+  let reached: () => void = () => undefined;
+  const caughtUp = target === 0 ? Promise.resolve() : new Promise<void>((resolve) => (reached = resolve));
+  const consumer = await source.js.consumers.get(source.stream, {
+    deliver_policy: DeliverPolicy.StartTime,
+    opt_start_time: new Date(fromMs).toISOString(),
+  });
+  let messages: ConsumerMessages | undefined = await consumer.consume({ max_messages: FOLLOW_BUFFER_MESSAGES });
+  const machineSubjects = `${source.root}.news.machine.`;
+  (async () => {
+    for await (const msg of messages ?? []) {
+      const storedMs = msg.info.timestampNanos / 1e6;
+      if (msg.subject.startsWith(machineSubjects)) {
+        const heardAt = new Date(Math.min(Date.now(), storedMs));
+        const news = judgeNews(source.root, msg.subject, msg.data, heardAt);
+        if (news.type === 'heartbeat') heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
+      }
+      upTo = { seq: msg.seq, storedMs };
+      if (msg.seq >= target) reached();
+    }
+  })().catch((err) => source.logger?.error({ err }, 'following the news stream for hearing failed'));
+  return {
+    upTo: () => upTo,
+    caughtUp,
+    stop() {
+      messages?.stop();
+      messages = undefined;
+    },
+  };
+}
