@@ -215,7 +215,8 @@ export interface HeartbeatRecorded {
  * object has (`constructor`, `toString`) read `Object.prototype`'s, a function, written as a null
  * the store refused: the whole beat was dropped as poison (found by the fuzzer).
  */
-export const claimsOf = (beat: Heartbeat, module: string): readonly string[] => (beat.claims && Object.hasOwn(beat.claims, module) ? (beat.claims[module] ?? []) : []);
+export const claimsOf = (beat: Heartbeat, module: string): readonly string[] =>
+  beat.claims && Object.hasOwn(beat.claims, module) ? (beat.claims[module] ?? []) : [];
 
 /**
  * Records heartbeats in one transaction: upserts each machine (site, last heard, count) and its
