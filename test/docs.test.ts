@@ -45,6 +45,8 @@ import * as recentDeltas from '../src/services/status/live/recent.js';
 import * as liveSubscription from '../src/services/status/live/subscription.js';
 import * as statusCounts from '../src/services/status/looking-back/counts.js';
 import * as statusHistory from '../src/services/status/looking-back/history.js';
+import * as lookBackIndex from '../src/services/status/looking-back/look-back-index.js';
+import * as machineChanges from '../src/services/status/looking-back/machine-changes.js';
 import * as machineHistory from '../src/services/status/looking-back/machine-history.js';
 import * as streamFollower from '../src/services/status/replicating/stream-follower.js';
 import * as streamPublisher from '../src/services/status/replicating/stream-publisher.js';
@@ -98,6 +100,8 @@ const modules = [
   statusStream,
   statusHistory,
   machineHistory,
+  lookBackIndex,
+  machineChanges,
   recentDeltas,
   streamFollower,
   streamPublisher,
