@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 
 // The records an act leaves (its hand-act, its call's end) are written here in the act's own
 // transaction, then relayed to their NATS bucket by whichever replica is alive
-// (src/services/hand-acts/outbox.ts): an act never stands without its record, whatever NATS does
+// (src/services/outbox/outbox.ts): an act never stands without its record, whatever NATS does
 // between the commit and the put. `bucket` names the bucket ('handActs' or 'calls'), `id` the
 // record's key there (a put by id is idempotent), `body` its JSON. A relay claims rows with
 // `for update skip locked` and a lease (`claimed_until`): a replica that dies mid-relay frees them

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 // forwarded caller's identity. One row per key; the newest active one (`active_at` passed) signs, a
 // newer one is announced (believed, not yet used: every replica reads it before it is used), the one
 // before stays valid for a grace period after a rotation. The key itself is made by the first replica to start
-// (src/services/replicas/replica-key.ts), never by this migration, so no two stores share one.
+// (src/services/access/replica-key.ts), never by this migration, so no two stores share one.
 // biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and take the store untyped (Kysely's own advice).
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema

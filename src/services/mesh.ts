@@ -5,13 +5,13 @@ import type { Bus } from '../bus/nats.js';
 import type { Subjects } from '../bus/subjects.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/db.js';
+import type { ReplicaKeys } from './access/replica-key.js';
 import type { CallSummary } from './calls/records.js';
 import type { MeshEvents } from './events.js';
 import type { HandAct } from './hand-acts/hand-acts.js';
 import type { NewsHearing } from './news/hearing.js';
 import type { PlanChanges } from './plans/changes.js';
 import type { Leases } from './replicas/leases.js';
-import type { ReplicaKeys } from './replicas/replica-key.js';
 import type { Catalogue } from './seats/catalogue.js';
 import type { RunningStatusFeed } from './status/live/feed.js';
 import type { StatusCountSeries } from './status/looking-back/counts.js';
@@ -37,7 +37,7 @@ export interface Mesh {
   views: { calls: KvView<CallSummary>; handActs: KvView<HandAct> };
   /** This replica's lease, and whether it holds the serving lease. */
   leases: Leases;
-  /** The key the replicas share through the store, to prove to each other what they publish (src/services/replicas/replica-key.ts). */
+  /** The key the replicas share through the store, to prove to each other what they publish (src/services/access/replica-key.ts). */
   replicaKeys: ReplicaKeys;
   /** The status's seal: what this replica publishes when serving is sealed with it; what it reads is taken only with it (and refusals counted). */
   statusSeal: StatusSeal;

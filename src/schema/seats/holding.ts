@@ -1,8 +1,8 @@
 import { NotFound } from '../../kernel/errors.js';
 import { checkName } from '../../kernel/names.js';
 import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../../kernel/pages.js';
+import { changeHolderBy } from '../../services/controller/seat-changes.js';
 import type { Machine } from '../../services/machines/machines.js';
-import { changeHolderBy } from '../../services/seats/changes.js';
 import { type Holding, type HoldingFilter, listHoldings } from '../../services/seats/holdings.js';
 import { countHoldings, holdingCursor, pageHoldings } from '../../services/seats/pages.js';
 import { resolveSeatName } from '../../services/seats/seats.js';

@@ -1,5 +1,5 @@
 import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../../kernel/pages.js';
-import { defineSeatBy, renameSeatBy, type SeatChangeBy } from '../../services/seats/changes.js';
+import { defineSeatBy, renameSeatBy, type SeatChangeBy } from '../../services/controller/seat-changes.js';
 import { countSeats, pageSeats, type SeatPageFilter, seatCursor } from '../../services/seats/pages.js';
 import { listSeats, type Seat } from '../../services/seats/seats.js';
 import { retireSeatVerb } from '../../services/seats/verbs.js';

@@ -1,7 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import { CALL_STATES, refusedCalls } from '../../services/calls/records.js';
-import { recordRelayLag } from '../../services/hand-acts/outbox.js';
 import type { Mesh } from '../../services/mesh.js';
+import { recordRelayLag } from '../../services/outbox/outbox.js';
 import { CALL_DOORS } from '../../services/verbs/verb.js';
 import { readCounts, readGauge } from './read.js';
 

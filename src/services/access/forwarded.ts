@@ -1,7 +1,7 @@
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { ID_PATTERN } from '../../kernel/ids.js';
-import type { ReplicaKeys } from '../replicas/replica-key.js';
 import { isCallerName, SCOPES, type Scope } from './caller.js';
+import type { ReplicaKeys } from './replica-key.js';
 
 /**
  * A forwarded call's proof is good this long either side of the verifying replica's clock: time

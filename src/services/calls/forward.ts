@@ -9,7 +9,7 @@ import { holdsNul, JSON_DEPTH_MAX, jsonTooDeep } from '../../kernel/values.js';
 import type { Db } from '../../store/db.js';
 import type { Scope } from '../access/caller.js';
 import { proveForwarded } from '../access/forwarded.js';
-import type { ReplicaKeys } from '../replicas/replica-key.js';
+import type { ReplicaKeys } from '../access/replica-key.js';
 import type { Catalogue } from '../seats/catalogue.js';
 import { aliasesOfSeats, seatByName } from '../seats/seats.js';
 import type { ArgType, Verb } from '../verbs/protocol.js';

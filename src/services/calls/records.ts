@@ -2,6 +2,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
 import { type Buckets, CALLS_KEPT, CALLS_KEPT_FOR_MS } from '../../bus/buckets.js';
+import { type SharedBucket, withRoomFor } from '../../bus/fair-share.js';
 import { KvView } from '../../bus/kv-view.js';
 import { isWrongLastSequence, retryLeaderless } from '../../bus/retry.js';
 import { DomainError, Invalid, isStoreUnavailable, NotFound, STORE_UNAVAILABLE_MESSAGE } from '../../kernel/errors.js';
@@ -12,7 +13,6 @@ import type { Db } from '../../store/db.js';
 import { aliasesOfSeats, resolveSeatName } from '../seats/seats.js';
 import type { CallDoor } from '../verbs/verb.js';
 import { CallEndWatch } from './end-watch.js';
-import { type SharedBucket, withRoomFor } from './fair-share.js';
 
 /** A call's answer is kept up to this many bytes of JSON: enough to read, small enough that 1000 fit in memory. */
 export const ANSWER_BOUND = 64 * 1024;
@@ -201,7 +201,7 @@ export interface StartedCall {
  */
 export const CALLS_KEPT_PER_CALLER = CALLS_KEPT / 10;
 
-/** The calls bucket as a fair share (fair-share.ts): by caller; a RUNNING call never goes. */
+/** The calls bucket as a fair share (src/bus/fair-share.ts): by caller; a RUNNING call never goes. */
 const callsShared = (mesh: CallsMesh): SharedBucket<CallSummary> => ({
   kv: mesh.buckets.calls,
   view: mesh.views.calls,
@@ -213,7 +213,7 @@ const callsShared = (mesh: CallsMesh): SharedBucket<CallSummary> => ({
 
 /**
  * Writes a call RUNNING before its work starts; the work must not begin until this resolves. Room
- * is made first within its caller's share (fair-share.ts).
+ * is made first within its caller's share (src/bus/fair-share.ts).
  */
 export async function startCall(mesh: CallsMesh, call: NewCall): Promise<StartedCall> {
   const running = fresh(mesh, call, 'RUNNING');
@@ -274,7 +274,7 @@ export function finishCallWithText(mesh: CallsMesh, started: StartedCall, text: 
 }
 
 /**
- * Puts a call's end relayed from the outbox (hand-acts/outbox.ts) over whatever its id holds (its
+ * Puts a call's end relayed from the outbox (outbox/outbox.ts) over whatever its id holds (its
  * RUNNING record, or a sweep's ABANDONED guess): what happened. Already there with these bytes (a
  * row relayed twice) it is not put again, so a follower sees the end once.
  */

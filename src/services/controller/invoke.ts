@@ -6,8 +6,8 @@ import { FORWARDING_VERB, judgeArgs } from '../calls/forward.js';
 import { type Call, callErrorOf, endedOk, failCall, markRecorded, refuseCall, type StartedCall, startCall } from '../calls/records.js';
 import type { MeshEvents } from '../events.js';
 import { checkActing } from '../hand-acts/hand-acts.js';
-import { actTogether, deliverSoon, type OutboxMesh } from '../hand-acts/outbox.js';
 import { type ActOutbox, writeToOutbox } from '../hand-acts/outbox-write.js';
+import { actTogether, deliverSoon, type OutboxMesh } from '../outbox/outbox.js';
 import { type ArgSpecs, type ArgsOf, type CallDoor, type ControllerVerb, mayRun, protocolOf, scopeRefusal } from '../verbs/verb.js';
 import { controllerVerb } from './verbs.js';
 
@@ -57,7 +57,7 @@ function refusalOfForwarded(controller: string, invocation: Invocation, args: Re
  * Then judges the arguments against the verb's declaration (unknown, missing or mistyped
  * argument, blank why: counted, not kept, and thrown); writes the call RUNNING (NATS away:
  * Unavailable, nothing done), runs the handler in one transaction with its hand-act and its OK end
- * written to the outbox (hand-acts/outbox.ts) — a verb that commits its own act writes them in its
+ * written to the outbox (outbox/outbox.ts) — a verb that commits its own act writes them in its
  * own transaction through `outbox.endCall` — puts them at once, or records FAILED with the error
  * (and throws it); emits `acted` after an acting verb. A verb that records its own call (callVerb) is run without one here, and a reading
  * verb is not recorded at all: only acting and forwarded calls are kept (the bucket's 1000 / 14

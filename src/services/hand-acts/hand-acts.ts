@@ -2,13 +2,13 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KvEntry } from '@nats-io/kv';
 import type { Logger } from 'pino';
 import { type Buckets, HAND_ACTS_KEPT } from '../../bus/buckets.js';
+import { makeRoomFor, type SharedBucket } from '../../bus/fair-share.js';
 import { KvView } from '../../bus/kv-view.js';
 import { retryLeaderless } from '../../bus/retry.js';
 import { Invalid } from '../../kernel/errors.js';
 import { ID_PATTERN, newId } from '../../kernel/ids.js';
 import { LiveQueue } from '../../kernel/live-queue.js';
 import { newestFirst, type PageRequest, pageOf } from '../../kernel/pages.js';
-import { makeRoomFor, type SharedBucket } from '../calls/fair-share.js';
 import { type ActOutbox, writeToOutbox } from './outbox-write.js';
 
 /**
@@ -17,7 +17,7 @@ import { type ActOutbox, writeToOutbox } from './outbox-write.js';
  */
 export const HAND_ACTS_KEPT_PER_ACTOR = HAND_ACTS_KEPT / 10;
 
-/** The hand-act log as a fair share (calls/fair-share.ts): by actor. */
+/** The hand-act log as a fair share (src/bus/fair-share.ts): by actor. */
 export const handActsShared = (mesh: Pick<HandActLog, 'buckets' | 'views'>): SharedBucket<HandAct> => ({
   kv: mesh.buckets.handActs,
   view: mesh.views.handActs,
@@ -90,7 +90,7 @@ export interface HandActLog {
   logger?: Logger;
   /**
    * The act's transaction, when the act runs in one (an acting verb, a seat change): the hand-act
-   * is written to the outbox in it, and relayed to the bucket after the commit (outbox.ts).
+   * is written to the outbox in it, and relayed to the bucket after the commit (src/services/outbox/outbox.ts).
    */
   outbox?: ActOutbox;
 }

@@ -17,7 +17,7 @@ export interface ActOutbox {
 
 /**
  * Writes a record to the outbox in the act's transaction (or alone, committed at once, outside one):
- * whichever replica relays first puts it in its bucket under `id` (outbox.ts).
+ * whichever replica relays first puts it in its bucket under `id` (src/services/outbox/outbox.ts).
  */
 export async function writeToOutbox(tx: Db, bucket: RecordBucket, id: string, body: string): Promise<void> {
   await sql`insert into record_outbox (bucket, id, body) values (${bucket}, ${id}, ${body})`.execute(tx);

@@ -25,7 +25,7 @@ export interface PlansMesh extends RolloutMesh {
 
 /**
  * Run in a plan act's own transaction just before it commits, with the plan as it commits: an
- * acting verb writes its hand-act and its call's end to the outbox there (hand-acts/outbox.ts), so
+ * acting verb writes its hand-act and its call's end to the outbox there (outbox/outbox.ts), so
  * the act and its record commit together, or neither does. What is sent on NATS waits for the commit.
  */
 export type BeforeCommit = (tx: Db, plan: Plan) => Promise<void>;

@@ -2,7 +2,7 @@ import { headers } from '@nats-io/transport-node';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { FORWARD_PROOF_WINDOW_MS, forwardedCheck, proveForwarded } from '../../../src/services/access/forwarded.js';
-import { type ReplicaKeys, startReplicaKeys } from '../../../src/services/replicas/replica-key.js';
+import { type ReplicaKeys, startReplicaKeys } from '../../../src/services/access/replica-key.js';
 import { freshStore } from '../../fixtures/services.js';
 
 // Issue 35, finding 1: the proof a replica puts on a forwarded call, checked by another replica

@@ -3,8 +3,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { REPLICA_KEY_GRACE_MS, type ReplicaKeys, rotateReplicaKey, startReplicaKeys } from '../../../src/services/access/replica-key.js';
 import { acquireServing, readServingHolder, SERVING_KEY } from '../../../src/services/replicas/leases.js';
-import { REPLICA_KEY_GRACE_MS, type ReplicaKeys, rotateReplicaKey, startReplicaKeys } from '../../../src/services/replicas/replica-key.js';
 import { freshStore, NATS_URL, uniqueName } from '../../fixtures/services.js';
 
 // The replicas' shared key (issue 34, item 4; issue 35 proves forwarded callers with it): made once

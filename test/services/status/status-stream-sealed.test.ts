@@ -5,8 +5,8 @@ import { connect, headers, type MsgHdrs, type NatsConnection } from '@nats-io/tr
 import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { ensureStatusStream, statusStreamName } from '../../../src/bus/status-stream.js';
+import { type ReplicaKeys, rotateReplicaKey, startReplicaKeys } from '../../../src/services/access/replica-key.js';
 import type { ServingHolder } from '../../../src/services/replicas/leases.js';
-import { type ReplicaKeys, rotateReplicaKey, startReplicaKeys } from '../../../src/services/replicas/replica-key.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { type RunningStatusFeed, startStatusFeed } from '../../../src/services/status/live/feed.js';
 import { encodeComposition, encodeStreamEntry } from '../../../src/services/status/replicating/encode.js';

@@ -1,7 +1,7 @@
 import type { MsgHdrs } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import type { ReplicaKeys } from '../../access/replica-key.js';
 import type { ServingHolder } from '../../replicas/leases.js';
-import type { ReplicaKeys } from '../../replicas/replica-key.js';
 import { KEY_HEADER, REPLICA_HEADER, SEAL_HEADER, STATUS_REFUSALS, type StatusRefusal, type StatusSealing, sealedBytes, TERM_HEADER } from './wire.js';
 
 /** A kind of refused status message is logged at most once this often (with how many since), so a flood is seen, not echoed. */

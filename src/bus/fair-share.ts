@@ -1,6 +1,6 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
-import type { KvView, ViewEntry } from '../../bus/kv-view.js';
+import type { KvView, ViewEntry } from './kv-view.js';
 
 /**
  * Kept records are a fair share (docs/calls.md, "A fair share of what is kept"): a bucket that keeps

@@ -1,13 +1,13 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
+import { makeRoomFor } from '../../bus/fair-share.js';
 import type { KvView } from '../../bus/kv-view.js';
 import { isStoreUnavailable, STORE_UNAVAILABLE_MESSAGE, Unavailable } from '../../kernel/errors.js';
 import type { DB } from '../../store/tables.js';
-import { makeRoomFor } from '../calls/fair-share.js';
 import { type CallSummary, putRelayedCall } from '../calls/records.js';
-import { type HandAct, handActsShared } from './hand-acts.js';
-import type { RecordBucket } from './outbox-write.js';
+import { type HandAct, handActsShared } from '../hand-acts/hand-acts.js';
+import type { RecordBucket } from '../hand-acts/outbox-write.js';
 
 /**
  * The transactional outbox (migrations/0007_record_outbox.ts): the record an act leaves — its

@@ -2,12 +2,12 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { KvView } from '../../../src/bus/kv-view.js';
-import { makeRoomFor } from '../../../src/services/calls/fair-share.js';
-import { CALLS_KEPT_PER_CALLER, refusedCalls } from '../../../src/services/calls/records.js';
-import { useGateway } from '../../fixtures/gateway.js';
-import { DEFINE_SEAT } from '../../fixtures/operations.js';
-import { NATS_URL, uniqueName } from '../../fixtures/services.js';
+import { makeRoomFor } from '../../src/bus/fair-share.js';
+import { KvView } from '../../src/bus/kv-view.js';
+import { CALLS_KEPT_PER_CALLER, refusedCalls } from '../../src/services/calls/records.js';
+import { useGateway } from '../fixtures/gateway.js';
+import { DEFINE_SEAT } from '../fixtures/operations.js';
+import { NATS_URL, uniqueName } from '../fixtures/services.js';
 
 // Kept records are a fair share (issue 35): one caller's calls, however many, push out only its own.
 const { gw, env } = useGateway('fairshare', {

@@ -3,13 +3,13 @@ import { isStoreUnavailable, STORE_UNAVAILABLE_MESSAGE, Unavailable } from '../.
 import type { DB } from '../../store/tables.js';
 import type { MeshEvents } from '../events.js';
 import { appendHandAct, checkActing, targetLabel } from '../hand-acts/hand-acts.js';
-import { actTogether, deliverSoon, type OutboxMesh } from '../hand-acts/outbox.js';
 import type { ActOutbox } from '../hand-acts/outbox-write.js';
-import type { Catalogue } from './catalogue.js';
-import { defineSeat, type SeatInput } from './define.js';
-import { addSeatHolder, type Holding, holdSeat, releaseSeat } from './holdings.js';
-import { renameSeat } from './rename.js';
-import { resolveSeatName, type Seat } from './seats.js';
+import { actTogether, deliverSoon, type OutboxMesh } from '../outbox/outbox.js';
+import type { Catalogue } from '../seats/catalogue.js';
+import { defineSeat, type SeatInput } from '../seats/define.js';
+import { addSeatHolder, type Holding, holdSeat, releaseSeat } from '../seats/holdings.js';
+import { renameSeat } from '../seats/rename.js';
+import { resolveSeatName, type Seat } from '../seats/seats.js';
 
 /** The why a seat change given none records: `HandAct.why` is never empty, and says so plainly. */
 const WHY_NOT_GIVEN = 'not given';
