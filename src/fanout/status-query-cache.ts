@@ -1,6 +1,6 @@
 import { type DocumentNode, type ExecutionResult, getOperationAST, Kind } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Access } from '../services/access/tokens.js';
+import type { Caller } from '../services/access/caller.js';
 import type { StatusFeed } from '../services/status/composition.js';
 import { operationKey } from './operation-key.js';
 
@@ -29,7 +29,8 @@ interface Pending {
 
 export interface StatusQueryCacheOptions {
   feed: StatusFeed;
-  access: Access;
+  /** The caller an Authorization names, or nothing (src/server/guards/caller.ts): a request naming none is the ordinary path's to refuse. */
+  callerOf(authorization: string | null | undefined): Caller | undefined;
   /** Root query fields answered from the composition alone. */
   fields: readonly string[];
 }
@@ -72,7 +73,7 @@ export function regularMediaType(accept: string | null | undefined): string | un
  * when it has no errors, is kept and written as it is until the next composition. A kept
  * response is answered from the request parser, before any other hook runs.
  */
-export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptions): StatusQueryCache {
+export function statusQueryCache({ feed, callerOf, fields }: StatusQueryCacheOptions): StatusQueryCache {
   let seq: number | undefined;
   let entries = new Map<string, Entry | Promise<Entry>>();
   let bytes = 0;
@@ -97,12 +98,8 @@ export function statusQueryCache({ feed, access, fields }: StatusQueryCacheOptio
     if (typeof query !== 'string' || !fields.some((f) => query.includes(f))) return undefined;
     const current = feed.current();
     if (!current) return undefined;
-    let caller;
-    try {
-      caller = access.callerFor(authorization);
-    } catch {
-      return undefined; // the ordinary path refuses it
-    }
+    const caller = callerOf(authorization);
+    if (!caller) return undefined;
     if (seq !== current.seq) {
       seq = current.seq;
       entries = new Map();

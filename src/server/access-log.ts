@@ -4,6 +4,7 @@ import { Lexer, Source, TokenKind } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { Access } from '../services/access/tokens.js';
+import { callerOrNothing } from './guards/caller.js';
 
 /** A request id taken from the client is at most this long, of letters, digits and `-_.:`; anything else is replaced by one made here. */
 export const REQUEST_ID_MAX = 128;
@@ -69,11 +70,7 @@ function firstOperationName(text: string): string | undefined {
 
 /** Who is asking, as a log names them: a token's name, `local` on an open gateway, or `refused`/`none`. */
 function callerNameOf(access: Access, authorization: string | undefined): string {
-  try {
-    return access.callerFor(authorization).name;
-  } catch {
-    return authorization ? 'refused' : 'none';
-  }
+  return callerOrNothing(access, authorization)?.name ?? (authorization ? 'refused' : 'none');
 }
 
 export interface AccessLog {
