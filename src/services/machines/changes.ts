@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { byName } from '../../kernel/names.js';
 import type { Store } from '../../store/db.js';
 import { claimsOf, type Heartbeat } from './machines.js';
 
@@ -61,7 +62,7 @@ export interface Checkpoint {
  */
 export async function writeCheckpoints(db: Store, checkpoints: readonly Checkpoint[]): Promise<void> {
   if (checkpoints.length === 0) return;
-  const rows = [...checkpoints].sort((a, b) => (a.machine < b.machine ? -1 : a.machine > b.machine ? 1 : 0));
+  const rows = [...checkpoints].sort((a, b) => byName(a.machine, b.machine));
   await sql`
     update machine m set heartbeats = m.heartbeats + u.n, last_heard_at = greatest(m.last_heard_at, u.l), written_at = now()
       from unnest(${rows.map((r) => r.machine)}::text[], ${rows.map((r) => r.beats)}::int[],
