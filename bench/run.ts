@@ -7,6 +7,7 @@ import { run as counts } from './counts.js';
 import { run as dashboard } from './dashboard.js';
 import { run as fanout } from './fanout.js';
 import { run as ingestWrites } from './ingest-writes.js';
+import { run as lookBack } from './look-back.js';
 import { run as pages } from './pages.js';
 import { run as reads } from './reads.js';
 import { run as stream } from './stream.js';
@@ -24,6 +25,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   dashboard,
   badday,
   counts,
+  'look-back': lookBack,
   pages,
   cores,
   'child-start': childStart,
