@@ -3,7 +3,8 @@ import { checkName } from '../../kernel/names.js';
 import { keyCursor, keyPageOf, type PageRequest } from '../../kernel/pages.js';
 import type { Db } from '../../store/db.js';
 import { nameStartsWithSql, pageByName } from '../../store/name-order.js';
-import { heardBoundsOf, type Judging, type Machine, type MachineState, machineQuery, toMachine } from './machines.js';
+import { type Judging, type Machine, type MachineState, machineQuery, toMachine } from './machines.js';
+import { heardBoundsOf } from './state-bounds.js';
 
 export interface MachinePageFilter {
   site?: string | null;

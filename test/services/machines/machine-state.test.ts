@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { type DeafSpan, heardBoundsOf, type Judging, machineState, nextStateChangeMs } from '../../../src/services/machines/machines.js';
+import { type DeafSpan, type Judging, machineState, nextStateChangeMs } from '../../../src/services/machines/machines.js';
+import { heardBoundsOf } from '../../../src/services/machines/state-bounds.js';
 
 // The one UP / LATE / SILENT rule, without a gateway: judged at the instant news is heard up to,
 // and time the gateway could not hear is not silence.
