@@ -1,5 +1,5 @@
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
-import { LIVE_SEQ } from '../schema/support/status-live.js';
+import { LIVE_SEQ } from '../schema/support/live.js';
 
 const NEXT_EVENT = 'event: next\n';
 

@@ -2,7 +2,7 @@ import type { ObjectRef } from '@pothos/core';
 import { deltaChange, fullChange, type ListChanges, type StatusChange, type StatusDelta } from '../../services/status/delta/delta.js';
 import { followLive, judgeEveryMs, liveSeq } from '../../services/status/live/subscription.js';
 import { builder, type SchemaTypes } from '../support/builder.js';
-import { markSeq, resumeFrom } from '../support/status-live.js';
+import { markSeq, resumeFrom } from '../support/live.js';
 import { MachineStatusRef, PlanStatusRef, RepeatedCauseStatusRef, SeatStatusRef, StatusRef } from './status.js';
 
 const PLACEMENT =

@@ -3,7 +3,7 @@ import { currentStatus, followLatest } from '../../services/status/live/latest.j
 import { judgeEveryMs } from '../../services/status/live/subscription.js';
 import { MachineStateEnum } from '../machines/machine.js';
 import { builder } from '../support/builder.js';
-import { markSeq } from '../support/status-live.js';
+import { markSeq } from '../support/live.js';
 
 // Every field here reads the plain composition value: a status is answered without the store.
 

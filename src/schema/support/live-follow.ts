@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { LiveQueue } from '../../kernel/live-queue.js';
 import { LIVE_WAITING_MAX } from '../../kernel/live-queue.js';
 import type { GatewayContext } from './context.js';
-import { markSeq } from './status-live.js';
+import { markSeq } from './live.js';
 
 /** What a dropped follower is sent last, in place of an item: where to resume from. */
 export class Dropped {
