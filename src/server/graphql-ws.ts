@@ -7,7 +7,7 @@ import type { GatewayContext } from '../schema/support/context.js';
 import type { Access } from '../services/access/tokens.js';
 import { type AccessLog, requestIdOf } from './access-log.js';
 import type { Guards } from './guards/index.js';
-import type { LiveDoors } from './live-doors.js';
+import type { LiveAuth } from './live-doors.js';
 import type { PersistedOperations } from './persisted.js';
 import { onConnectOf, openSocket } from './ws/connection.js';
 import { type Roots, socketRecords, type WsExtra } from './ws/socket.js';
@@ -27,7 +27,7 @@ export interface GraphqlWsOptions {
   /** One line per connection as it closes. */
   accessLog?: AccessLog;
   /** The counts, expiry and revocation every live door keeps, shared with the HTTP streams (liveAuth). */
-  doors: LiveDoors;
+  doors: LiveAuth;
   /** The gateway's guards: connection_init meets the caller and live stages, each operation the request and operation stages. */
   guards: Guards;
   /** A hash names a manifest document (the persisted guard judged it): its document is the one run. */

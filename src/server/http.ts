@@ -20,7 +20,7 @@ import { requestListener } from './http/requests.js';
 import { webSocketServer } from './http/upgrade.js';
 import { buildYoga } from './http/yoga.js';
 import { listenForServerErrors } from './last-resort.js';
-import { type LiveStreams, liveDoors, liveStreams } from './live-doors.js';
+import { type LiveStreams, liveAuth, liveStreams } from './live-doors.js';
 import { createMetrics, type MetricSources, type Metrics } from './metrics.js';
 import { loadPersistedOperations } from './persisted.js';
 import { OperationRate } from './rate-limit.js';
@@ -78,7 +78,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   metrics.afterFanout({ fanout, statusCache });
   const log = accessLog(logger, access, metrics.request);
   // Sockets and HTTP streams on the same rules: caps, expiry, revocation (liveAuth).
-  const doors = liveDoors(access, logger, mesh.config.caps);
+  const doors = liveAuth(access, logger, mesh.config.caps);
   const held = liveStreams(doors, access);
   streams = held;
   // /ready's details (replica, NATS address, the store's error) need a read token; anyone may see whether it is ready.
@@ -97,7 +97,7 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const yoga = buildYoga({ ...options, metrics, persisted, guards, fanout, statusCache, streams: held, log });
   // A draining replica ends its subscription streams: their clients resubscribe on another replica.
   drain.onBegin(() => {
-    const ended = held.endSubscriptions();
+    const ended = doors.drain();
     if (ended) logger.info({ streams: ended }, 'draining: subscription streams ended');
   });
   // A status query with a kept response is answered here, every guard of Yoga's path run; anything else goes on to Yoga.

@@ -33,6 +33,8 @@ interface LiveDoor {
   end(reason: string): void;
   /** Its token still names the caller with as many scopes: the newer caller (scopes may have grown). */
   renewed?(caller: Caller): void;
+  /** Whether the drain ends it now (a stream running a subscription); a socket lasts until the gateway closes (1001). */
+  endsAtDrain?(): boolean;
 }
 
 /** Counts per key, a key removed at zero: as many entries as there are open live connections, at most. */
@@ -51,7 +53,7 @@ class Counter {
   }
 }
 
-export interface LiveDoors {
+export interface LiveAuth {
   /** Why one more connection from `address` is refused (the cap reached), or undefined. */
   addressFull(address: string): string | undefined;
   /** Why one more connection of `caller` is refused (the cap reached), or undefined. */
@@ -60,15 +62,17 @@ export interface LiveDoors {
   enterAddress(address: string): () => void;
   /** Counts `door` for its caller, ends it at its token's expiry or revocation; returns its release (idempotent). */
   enter(door: LiveDoor): () => void;
+  /** The drain begins: ends every door that ends at the drain; how many it ended. */
+  drain(): number;
   stop(): void;
 }
 
 /**
- * The registry (one per gateway). On every reload of the tokens file or the JWKS each open door
+ * liveAuth, the registry (one per gateway): sockets and streams take the same path. On every reload of the tokens file or the JWKS each open door
  * is judged again (a JWT whose verdict is no longer kept is verified again, never taken for
  * revoked): a token gone, naming another caller or with fewer scopes ends its door.
  */
-export function liveDoors(access: Access, logger: Logger, caps: LiveCaps): LiveDoors {
+export function liveAuth(access: Access, logger: Logger, caps: LiveCaps): LiveAuth {
   const perAddress = new Counter();
   const perCaller = new Counter();
   const open = new Set<LiveDoor>();
@@ -129,6 +133,16 @@ export function liveDoors(access: Access, logger: Logger, caps: LiveCaps): LiveD
         perCaller.remove(name);
       };
     },
+    drain() {
+      let ended = 0;
+      for (const door of open) {
+        if (!door.endsAtDrain?.()) continue;
+        open.delete(door);
+        door.end('the gateway is stopping');
+        ended++;
+      }
+      return ended;
+    },
     stop: stopReload,
   };
 }
@@ -162,8 +176,6 @@ export interface LiveStreams {
   hold(request: IncomingMessage, response: ServerResponse, caller: Caller, address: string): void;
   /** Yoga's side: marks a request running a subscription, which the drain ends. */
   plugin: Plugin;
-  /** Ends every stream running a subscription (the replica drains: its client resubscribes elsewhere). */
-  endSubscriptions(): number;
   /** Streams open now. */
   size(): number;
 }
@@ -175,7 +187,7 @@ export interface LiveStreams {
  * stream running a subscription is cut when the drain begins, so it holds the drain only while
  * it streams (an `EventSource` reconnects to another replica, resuming from its `id:`).
  */
-export function liveStreams(doors: LiveDoors, access: Access): LiveStreams {
+export function liveStreams(doors: LiveAuth, access: Access): LiveStreams {
   const streams = new Map<ServerResponse, { subscription: boolean }>();
   const responses = new WeakMap<IncomingMessage, ServerResponse>();
   return {
@@ -183,7 +195,15 @@ export function liveStreams(doors: LiveDoors, access: Access): LiveStreams {
       const kind = (request.headers.accept ?? '').includes('text/event-stream') ? 'SSE stream' : 'multipart stream';
       const authorization = request.headers.authorization;
       const leaveAddress = doors.enterAddress(address);
-      const leave = doors.enter({ kind, caller, authorization, expiresAt: access.expiresAt(authorization), end: () => response.destroy() });
+      const leave = doors.enter({
+        kind,
+        caller,
+        authorization,
+        expiresAt: access.expiresAt(authorization),
+        end: () => response.destroy(),
+        // The drain ends a stream running a subscription: its EventSource resumes on another replica from its `id:`.
+        endsAtDrain: () => streams.get(response)?.subscription === true,
+      });
       streams.set(response, { subscription: false });
       responses.set(request, response);
       response.once('close', () => {
@@ -199,15 +219,6 @@ export function liveStreams(doors: LiveDoors, access: Access): LiveStreams {
         const stream = response && streams.get(response);
         if (stream) stream.subscription = true;
       },
-    },
-    endSubscriptions() {
-      let ended = 0;
-      for (const [response, stream] of streams) {
-        if (!stream.subscription) continue;
-        response.destroy();
-        ended++;
-      }
-      return ended;
     },
     size: () => streams.size,
   };

@@ -1,6 +1,6 @@
 import type { Caller } from '../../services/access/caller.js';
 import type { Access } from '../../services/access/tokens.js';
-import type { LiveDoors } from '../live-doors.js';
+import type { LiveAuth } from '../live-doors.js';
 import type { PersistedOperations } from '../persisted.js';
 import type { OperationRate } from '../rate-limit.js';
 import type { Door, Refusal } from './refusal.js';
@@ -59,7 +59,7 @@ export interface GuardEnv {
   rate: OperationRate;
   persisted: PersistedOperations;
   /** The live doors' counts (sockets and streams per caller and per address). */
-  live: Pick<LiveDoors, 'addressFull' | 'callerFull'>;
+  live: Pick<LiveAuth, 'addressFull' | 'callerFull'>;
   /** What one socket may run at once (MESH_WS_OPERATIONS_PER_SOCKET). */
   subscriptionsPerSocket: number;
 }

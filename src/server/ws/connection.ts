@@ -6,7 +6,7 @@ import type { Access } from '../../services/access/tokens.js';
 import { type AccessLog, requestIdOf } from '../access-log.js';
 import { callerOrNothing } from '../guards/caller.js';
 import type { Guards } from '../guards/index.js';
-import type { LiveDoors } from '../live-doors.js';
+import type { LiveAuth } from '../live-doors.js';
 import { holdSocket } from './revocation.js';
 import { closeRefused, closeSocket, isClientMessageType, messageTypeOf, reasonOf, type SocketRecords, type WsExtra } from './socket.js';
 
@@ -14,7 +14,7 @@ export interface ConnectionRoom {
   access: Access;
   logger: Logger;
   guards: Guards;
-  doors: LiveDoors;
+  doors: LiveAuth;
   records: SocketRecords;
   /** One line per connection as it closes. */
   accessLog?: AccessLog;

@@ -1,7 +1,7 @@
 import { CloseCode, type Context as WsContext } from 'graphql-ws';
 import type { Caller } from '../../services/access/caller.js';
 import type { Access } from '../../services/access/tokens.js';
-import type { LiveDoors } from '../live-doors.js';
+import type { LiveAuth } from '../live-doors.js';
 import { closeSocket, type SocketRecords, type WsExtra } from './socket.js';
 
 /**
@@ -10,7 +10,7 @@ import { closeSocket, type SocketRecords, type WsExtra } from './socket.js';
  * resumes on a new socket); a token re-read with as many scopes renews the socket's caller.
  */
 export function holdSocket(
-  doors: LiveDoors,
+  doors: LiveAuth,
   access: Access,
   records: SocketRecords,
   ctx: WsContext<Record<string, unknown>, WsExtra>,
