@@ -50,6 +50,7 @@ const WORKING = [
   'test/server/graceful-sigterm.test.ts', // 8 s
   'test/services/status/operator-truth.test.ts', // 8 s
   'test/services/status/behind.test.ts', // 8 s
+  'test/type-tests.test.ts', // about 6 s: tsc
   'test/mesh/restart.test.ts', // 7 s
 ];
 /** The bad day, then the waiting and the working files alternately (each list longest first), then the rest. */
@@ -99,7 +100,6 @@ const OWN_PROCESS = [
 ];
 /** Lowers the priority of every file but the bad day's (and of what it starts). */
 const YIELD_CPU = 'test/yield-cpu.ts';
-const TYPE_TESTS = ['test/services/verbs/verb-types.test.ts'];
 
 export default defineConfig({
   // graphql ships CJS (main) and ESM (module); Node hands the libraries the CJS one, so the tests
@@ -107,7 +107,7 @@ export default defineConfig({
   resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
   test: {
     // Builds the dashboard (dist/dashboard) when its sources are newer than the build: the gateway
-    // serves it at `/`; and meshctl into one file (dist/test/meshctl.mjs) that the CLI tests run.
+    // serves it at `/`; and meshctl into one file that the CLI tests run (test/fixtures/test-build.ts: the run's own folder).
     // And keeps one stream on the shared NATS server for the run (test/keep-jetstream-store.ts), and
     // one migrated database that each file's database is copied from (test/migrated-template.ts).
     globalSetup: ['test/build-dashboard.ts', 'test/build-meshctl.ts', 'test/build-gateway.ts', 'test/keep-jetstream-store.ts', 'test/migrated-template.ts'],
@@ -128,9 +128,6 @@ export default defineConfig({
           exclude: [...OWN_PROCESS, BAD_DAY, 'node_modules/**'],
           isolate: false,
           setupFiles: [YIELD_CPU],
-          // Type assertions (expectTypeOf, @ts-expect-error) bite in vitest as well as in `tsc`: a file
-          // listed here is type-checked as a test of its own, and fails when one no longer holds.
-          typecheck: { enabled: true, include: TYPE_TESTS, tsconfig: './tsconfig.types.json' },
         },
       },
     ],

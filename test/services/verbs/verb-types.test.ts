@@ -2,7 +2,7 @@ import { expect, expectTypeOf, test } from 'vitest';
 import type { pushVerb } from '../../../src/services/plans/verbs.js';
 import { type ArgsOf, actingVerb } from '../../../src/services/verbs/verb.js';
 
-// These assertions are type-checked by vitest itself (vitest.config.ts `typecheck`, over
+// These assertions are type-checked in `vitest run` (test/type-tests.test.ts runs tsc over
 // tsconfig.types.json) as well as by `tsc`: an `expectTypeOf` that no longer holds, or an
 // `@ts-expect-error` that no longer errors, fails `vitest run`, so the verb typing cannot silently loosen.
 
