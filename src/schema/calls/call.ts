@@ -4,7 +4,8 @@ import { CALL_STATES, CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call, callById, l
 import { callVerbVerb } from '../../services/calls/verbs.js';
 import { CALL_DOORS } from '../../services/verbs/verb.js';
 import { builder } from '../support/builder.js';
-import { followed, followedItem, resumeCursor } from '../support/live-follow.js';
+import { resumeCursor } from '../support/live.js';
+import { followed, followedItem } from '../support/live-follow.js';
 import { servicePage } from '../support/pages.js';
 import { verbMutation } from '../support/verb-mutation.js';
 

@@ -2,7 +2,8 @@ import { idPageOf } from '../../kernel/pages.js';
 import { followHandActs, HAND_ACTS_PAGE_DEFAULT, type HandAct, listHandActs, type RepeatedCause, repeatedCauses } from '../../services/hand-acts/hand-acts.js';
 import { recordHandActVerb } from '../../services/hand-acts/verbs.js';
 import { builder } from '../support/builder.js';
-import { followed, followedItem, resumeCursor } from '../support/live-follow.js';
+import { resumeCursor } from '../support/live.js';
+import { followed, followedItem } from '../support/live-follow.js';
 import { servicePage } from '../support/pages.js';
 import { verbMutation } from '../support/verb-mutation.js';
 

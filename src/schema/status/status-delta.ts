@@ -2,7 +2,7 @@ import type { ObjectRef } from '@pothos/core';
 import { deltaChange, fullChange, type ListChanges, type StatusChange, type StatusDelta } from '../../services/status/delta/delta.js';
 import { followLive, judgeEveryMs, liveSeq } from '../../services/status/live/subscription.js';
 import { builder, type SchemaTypes } from '../support/builder.js';
-import { markSeq, resumeFrom } from '../support/live.js';
+import { mapLive, markSeq, resumeSeq } from '../support/live.js';
 import { MachineStatusRef, PlanStatusRef, RepeatedCauseStatusRef, SeatStatusRef, StatusRef } from './status.js';
 
 const PLACEMENT =
@@ -86,24 +86,11 @@ builder.subscriptionFields((t) => ({
     },
     subscribe: (_root, args, ctx) => {
       const everyMs = judgeEveryMs(args.everyMs);
-      const steps = followLive(ctx.mesh.status, { everyMs, changes: true, after: resumeFrom(ctx, args.after) });
-      const changes: AsyncIterableIterator<StatusChange> = {
-        async next() {
-          const step = await steps.next();
-          if (step.done) return { done: true, value: undefined };
-          markSeq(ctx, liveSeq(step.value));
-          const { composition, delta } = step.value;
-          return { done: false, value: delta ? deltaChange(delta) : fullChange(composition!) };
-        },
-        return: async () => {
-          await steps.return?.();
-          return { done: true, value: undefined };
-        },
-        [Symbol.asyncIterator]() {
-          return this;
-        },
-      };
-      return changes;
+      const steps = followLive(ctx.mesh.status, { everyMs, changes: true, after: resumeSeq(ctx, args.after) });
+      return mapLive(steps, (step): StatusChange => {
+        markSeq(ctx, liveSeq(step));
+        return step.delta ? deltaChange(step.delta) : fullChange(step.composition!);
+      });
     },
     resolve: (change) => change as StatusChange,
   }),

@@ -3,7 +3,7 @@ import { currentStatus, followLatest } from '../../services/status/live/latest.j
 import { judgeEveryMs } from '../../services/status/live/subscription.js';
 import { MachineStateEnum } from '../machines/machine.js';
 import { builder } from '../support/builder.js';
-import { markSeq } from '../support/live.js';
+import { mapLive, markSeq } from '../support/live.js';
 
 // Every field here reads the plain composition value: a status is answered without the store.
 
@@ -123,21 +123,11 @@ builder.subscriptionFields((t) => ({
     description:
       'The current composition, then each new one. A slow subscriber skips to the latest instead of queueing. `everyMs`: at most one per interval, the latest.',
     args: { everyMs: t.arg.int({ description: 'At most one composition per this many milliseconds (0 to 3,600,000); absent: every one.' }) },
-    subscribe: (_root, args, ctx) => {
-      const compositions = followLatest(ctx.mesh.status, { everyMs: judgeEveryMs(args.everyMs) });
-      const marked: AsyncIterableIterator<Composition> = {
-        async next() {
-          const step = await compositions.next();
-          if (!step.done) markSeq(ctx, step.value.seq);
-          return step;
-        },
-        return: () => compositions.return!(),
-        [Symbol.asyncIterator]() {
-          return this;
-        },
-      };
-      return marked;
-    },
+    subscribe: (_root, args, ctx) =>
+      mapLive(followLatest(ctx.mesh.status, { everyMs: judgeEveryMs(args.everyMs) }), (composition) => {
+        markSeq(ctx, composition.seq);
+        return composition;
+      }),
     resolve: (composition) => composition,
   }),
 }));

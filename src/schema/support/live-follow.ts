@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { LiveQueue } from '../../kernel/live-queue.js';
 import { LIVE_WAITING_MAX } from '../../kernel/live-queue.js';
 import type { GatewayContext } from './context.js';
-import { markSeq } from './live.js';
+import { mapLive, markSeq } from './live.js';
 
 /** What a dropped follower is sent last, in place of an item: where to resume from. */
 export class Dropped {
@@ -21,23 +21,15 @@ export function followed<T>(
   start?: string,
 ): AsyncIterableIterator<T | Dropped> {
   let last = start;
-  return {
-    async next() {
-      const step = await queue.next();
-      if (step.done) return { value: undefined, done: true };
-      if (step.value.kind === 'dropped') return { value: new Dropped(last), done: false };
-      const cursor = cursorOf(step.value.item);
-      if (cursor !== undefined) {
-        last = cursor;
-        markSeq(ctx, cursor);
-      }
-      return { value: step.value.item, done: false };
-    },
-    return: () => queue.return() as Promise<IteratorResult<T | Dropped>>,
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-  };
+  return mapLive(queue, (step) => {
+    if (step.kind === 'dropped') return new Dropped(last);
+    const cursor = cursorOf(step.item);
+    if (cursor !== undefined) {
+      last = cursor;
+      markSeq(ctx, cursor);
+    }
+    return step.item;
+  });
 }
 
 /** A followed item as the field's value; a Dropped as the SLOW_SUBSCRIBER error. */
@@ -47,11 +39,4 @@ export function followedItem<T>(value: T | Dropped): T {
   throw new GraphQLError(`this subscriber fell ${LIVE_WAITING_MAX} changes behind and was dropped: ${resume}`, {
     extensions: { code: 'SLOW_SUBSCRIBER', resumeAfter: value.resumeAfter ?? null },
   });
-}
-
-/** Where a follower resumes: `after` when given, else the SSE `Last-Event-ID` header an EventSource sends on reconnecting. */
-export function resumeCursor(ctx: GatewayContext, after: string | null | undefined): string | undefined {
-  if (after !== null && after !== undefined) return after;
-  const header = (ctx as unknown as { request?: Request }).request?.headers.get('last-event-id')?.trim();
-  return header ? header.slice(0, 100) : undefined;
 }
