@@ -74,20 +74,7 @@ export function regularMediaType(accept: string | null | undefined): string | un
  * response is answered from the request parser, before any other hook runs.
  */
 export function statusQueryCache({ feed, callerOf, fields }: StatusQueryCacheOptions): StatusQueryCache {
-  let seq: number | undefined;
-  let entries = new Map<string, Entry | Promise<Entry>>();
-  let bytes = 0;
-  const counters = { hits: 0, misses: 0 };
-  const pending = new WeakMap<Request, Pending>();
-  const served = new WeakMap<object, Buffer>();
-
-  const answersFromComposition = (document: DocumentNode, operationName?: string | null) => {
-    const operation = getOperationAST(document, operationName);
-    if (operation?.operation !== 'query') return false;
-    return operation.selectionSet.selections.every(
-      (s) => s.kind === Kind.FIELD && !s.directives?.length && (s.name.value === '__typename' || fields.includes(s.name.value)),
-    );
-  };
+  const kept: Kept = { seq: undefined, entries: new Map(), bytes: 0, hits: 0, misses: 0 };
 
   /** The entry key of a request's operation for its caller at the current composition; undefined when it is not one to keep. */
   const keyOf = (
@@ -100,18 +87,48 @@ export function statusQueryCache({ feed, callerOf, fields }: StatusQueryCacheOpt
     if (!current) return undefined;
     const caller = callerOf(authorization);
     if (!caller) return undefined;
-    if (seq !== current.seq) {
-      seq = current.seq;
-      entries = new Map();
-      bytes = 0;
+    if (kept.seq !== current.seq) {
+      kept.seq = current.seq;
+      kept.entries = new Map();
+      kept.bytes = 0;
     }
     return { key: operationKey(caller, { query, operationName: params.operationName, variables: params.variables }), seq: current.seq };
   };
 
-  const respond = (fetchAPI: { Response: typeof Response }, body: Buffer, mediaType: string) =>
-    new fetchAPI.Response(body as Uint8Array<ArrayBuffer>, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } });
+  const plugin = cachePlugin(kept, keyOf, feed, fields);
 
-  const plugin: Plugin = {
+  return {
+    plugin,
+    kept(params, authorization) {
+      const found = kept.entries.size ? keyOf(params, authorization) : undefined;
+      const entry = found && kept.entries.get(found.key);
+      return entry && !(entry instanceof Promise) ? entry.bytes : undefined;
+    },
+    hit: () => void kept.hits++,
+    stats: () => ({ hits: kept.hits, misses: kept.misses, entries: kept.entries.size, bytes: kept.bytes }),
+    keepsNone: () => kept.entries.size === 0,
+  };
+}
+
+/** What the cache keeps for the current composition, and its counts. */
+interface Kept {
+  seq: number | undefined;
+  entries: Map<string, Entry | Promise<Entry>>;
+  bytes: number;
+  hits: number;
+  misses: number;
+}
+
+type KeyOf = (
+  params: { query?: unknown; operationName?: unknown; variables?: unknown },
+  authorization: string | null | undefined,
+) => { key: string; seq: number } | undefined;
+
+/** The cache's Yoga plugin: a kept response answered from the request parser; a miss executed once, its answer kept. */
+function cachePlugin(kept: Kept, keyOf: KeyOf, feed: StatusFeed, fields: readonly string[]): Plugin {
+  const pending = new WeakMap<Request, Pending>();
+  const served = new WeakMap<object, Buffer>();
+  return {
     // A response kept for this request is answered as soon as its parameters are read: nothing else runs.
     onRequestParse({ requestParser, setRequestParser, fetchAPI }) {
       if (!requestParser) return;
@@ -120,10 +137,10 @@ export function statusQueryCache({ feed, callerOf, fields }: StatusQueryCacheOpt
         if (Array.isArray(params) || params instanceof fetchAPI.Response) return params;
         for (const name in params) if (!KNOWN_PARAMS.has(name)) return params; // Yoga answers those with its error
         const found = keyOf(params, request.headers.get('authorization'));
-        const entry = found && entries.get(found.key);
+        const entry = found && kept.entries.get(found.key);
         const mediaType = entry && !(entry instanceof Promise) && entry.bytes && regularMediaType(request.headers.get('accept'));
         if (!mediaType) return params;
-        counters.hits++;
+        kept.hits++;
         return respond(fetchAPI, (entry as Entry).bytes!, mediaType);
       });
     },
@@ -131,29 +148,29 @@ export function statusQueryCache({ feed, callerOf, fields }: StatusQueryCacheOpt
       const found = keyOf(params, request.headers.get('authorization'));
       if (!found) return;
       const { key } = found;
-      const waited = entries.get(key);
+      const waited = kept.entries.get(key);
       const entry = waited instanceof Promise ? await waited : waited;
       if (entry?.bytes) {
-        counters.hits++;
+        kept.hits++;
         const marker: ExecutionResult = { data: null };
         served.set(marker, entry.bytes);
         setResult(marker);
         return;
       }
-      if (entry || entries.size >= STATUS_CACHE_ENTRIES || bytes >= STATUS_CACHE_BYTES || seq !== found.seq) return;
-      counters.misses++;
+      if (entry || kept.entries.size >= STATUS_CACHE_ENTRIES || kept.bytes >= STATUS_CACHE_BYTES || kept.seq !== found.seq) return;
+      kept.misses++;
       let settle!: (entry: Entry) => void;
-      entries.set(key, new Promise<Entry>((resolve) => (settle = resolve)));
+      kept.entries.set(key, new Promise<Entry>((resolve) => (settle = resolve)));
       setTimeout(() => settle({ bytes: undefined }), MISS_WAIT_MS).unref();
-      const mine = entries;
+      const mine = kept.entries;
       pending.set(request, {
         key,
         seq: found.seq,
         cacheable: false,
         settle(result) {
-          if (entries === mine) {
-            entries.set(key, result);
-            bytes += result.bytes?.length ?? 0;
+          if (kept.entries === mine) {
+            kept.entries.set(key, result);
+            kept.bytes += result.bytes?.length ?? 0;
           }
           settle(result);
         },
@@ -162,7 +179,7 @@ export function statusQueryCache({ feed, callerOf, fields }: StatusQueryCacheOpt
     onExecute({ args }) {
       const request = (args.contextValue as { request?: Request }).request;
       const waiting = request && pending.get(request);
-      if (waiting) waiting.cacheable = answersFromComposition(args.document, args.operationName);
+      if (waiting) waiting.cacheable = answersFromComposition(fields, args.document, args.operationName);
     },
     onResultProcess({ request, result, setResultProcessor }) {
       const hit = served.get(result as object);
@@ -181,16 +198,17 @@ export function statusQueryCache({ feed, callerOf, fields }: StatusQueryCacheOpt
       setResultProcessor((_result, fetchAPI) => respond(fetchAPI, body, mediaType), mediaType);
     },
   };
-
-  return {
-    plugin,
-    kept(params, authorization) {
-      const found = entries.size ? keyOf(params, authorization) : undefined;
-      const entry = found && entries.get(found.key);
-      return entry && !(entry instanceof Promise) ? entry.bytes : undefined;
-    },
-    hit: () => void counters.hits++,
-    stats: () => ({ ...counters, entries: entries.size, bytes }),
-    keepsNone: () => entries.size === 0,
-  };
 }
+
+/** Whether an operation reads only the composition's fields (and `__typename`) at its root. */
+function answersFromComposition(fields: readonly string[], document: DocumentNode, operationName?: string | null): boolean {
+  const operation = getOperationAST(document, operationName);
+  if (operation?.operation !== 'query') return false;
+  return operation.selectionSet.selections.every(
+    (s) => s.kind === Kind.FIELD && !s.directives?.length && (s.name.value === '__typename' || fields.includes(s.name.value)),
+  );
+}
+
+/** A kept answer as Yoga's response. */
+const respond = (fetchAPI: { Response: typeof Response }, body: Buffer, mediaType: string) =>
+  new fetchAPI.Response(body as Uint8Array<ArrayBuffer>, { status: 200, headers: { 'Content-Type': `${mediaType}; charset=utf-8` } });

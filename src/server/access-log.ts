@@ -148,39 +148,42 @@ export function accessLog(logger: Logger, access: Access, onAnswered: (method: s
         if (req && name) operations.set(req, name);
       },
     },
-    socket(req, requestId) {
-      const opened = performance.now();
-      const address = req.socket?.remoteAddress;
-      const names: string[] = [];
-      let count = 0;
-      let caller = 'none';
-      return {
-        operation(params) {
-          count++;
-          const name = operationNameOf(params);
-          // Bounded: a socket may run thousands of operations in its life.
-          if (name && names.length < 10 && !names.includes(name)) names.push(name.slice(0, 200));
+    socket: (req, requestId) => socketLine(logger, req, requestId),
+  };
+}
+
+/** A socket's line in the making: its operations and caller as they come, written as it closes. */
+function socketLine(logger: Logger, req: IncomingMessage, requestId: string): ReturnType<AccessLog['socket']> {
+  const opened = performance.now();
+  const address = req.socket?.remoteAddress;
+  const names: string[] = [];
+  let count = 0;
+  let caller = 'none';
+  return {
+    operation(params) {
+      count++;
+      const name = operationNameOf(params);
+      // Bounded: a socket may run thousands of operations in its life.
+      if (name && names.length < 10 && !names.includes(name)) names.push(name.slice(0, 200));
+    },
+    caller(name) {
+      caller = name;
+    },
+    closed(code) {
+      logger.info(
+        {
+          method: 'WS',
+          path: (req.url ?? '').split('?')[0],
+          operations: count,
+          operationNames: names,
+          caller,
+          status: code,
+          ms: Math.round(performance.now() - opened),
+          requestId,
+          address,
         },
-        caller(name) {
-          caller = name;
-        },
-        closed(code) {
-          logger.info(
-            {
-              method: 'WS',
-              path: (req.url ?? '').split('?')[0],
-              operations: count,
-              operationNames: names,
-              caller,
-              status: code,
-              ms: Math.round(performance.now() - opened),
-              requestId,
-              address,
-            },
-            'websocket',
-          );
-        },
-      };
+        'websocket',
+      );
     },
   };
 }

@@ -83,25 +83,6 @@ export function statusFastPath(options: StatusFastPathOptions): (request: Incomi
     return true;
   };
 
-  const fromUrl = (url: string): Params | undefined => {
-    const search = new URLSearchParams(url.slice(getPrefix.length));
-    const params: Params = {};
-    const seen = new Set<string>();
-    for (const [name, value] of search) {
-      if (!PARAMS.has(name) || seen.has(name)) return undefined; // a repeated parameter: Yoga takes the first, this path none
-      seen.add(name);
-      if (name === 'variables') {
-        if (!value) continue;
-        try {
-          params.variables = JSON.parse(value);
-        } catch {
-          return undefined;
-        }
-      } else if (value) params[name as 'query' | 'operationName'] = value;
-    }
-    return params;
-  };
-
   return (request, response, next) => {
     const { method, url, headers } = request;
     const mediaType = headers.origin === undefined ? regularMediaType(headers.accept) : undefined;
@@ -118,22 +99,11 @@ export function statusFastPath(options: StatusFastPathOptions): (request: Incomi
     // The request stage (the body's length, CSRF, the rate unspent), before the body is read.
     if (guards.judge('request', facts)) return next(request, response);
     if (method === 'GET' && url.startsWith(getPrefix)) {
-      const params = fromUrl(url);
+      const params = fromSearch(new URLSearchParams(url.slice(getPrefix.length)));
       if (!params || !answer(params, request, response, mediaType, facts)) next(request, response);
       return;
     }
-    const length = headers['content-length'];
-    if (
-      method !== 'POST' ||
-      url !== endpoint ||
-      !isJsonBody(headers['content-type']) ||
-      headers['transfer-encoding'] !== undefined ||
-      length === undefined ||
-      !DIGITS.test(length) ||
-      Number(length) === 0 ||
-      Number(length) > STATUS_FAST_BODY_MAX
-    )
-      return next(request, response);
+    if (method !== 'POST' || url !== endpoint || !isSmallJsonBody(headers)) return next(request, response);
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.once('end', () => {
@@ -155,4 +125,36 @@ export function statusFastPath(options: StatusFastPathOptions): (request: Incomi
       next(request, response);
     });
   };
+}
+
+/** The parameters of a GET's search (`search`, after the `?`); undefined when this path does not take them. */
+function fromSearch(search: URLSearchParams): Params | undefined {
+  const params: Params = {};
+  const seen = new Set<string>();
+  for (const [name, value] of search) {
+    if (!PARAMS.has(name) || seen.has(name)) return undefined; // a repeated parameter: Yoga takes the first, this path none
+    seen.add(name);
+    if (name === 'variables') {
+      if (!value) continue;
+      try {
+        params.variables = JSON.parse(value);
+      } catch {
+        return undefined;
+      }
+    } else if (value) params[name as 'query' | 'operationName'] = value;
+  }
+  return params;
+}
+
+/** Whether a POST's body is one this path reads: JSON, with a Content-Length from 1 to STATUS_FAST_BODY_MAX, not chunked. */
+function isSmallJsonBody(headers: IncomingMessage['headers']): boolean {
+  const length = headers['content-length'];
+  return (
+    isJsonBody(headers['content-type']) &&
+    headers['transfer-encoding'] === undefined &&
+    length !== undefined &&
+    DIGITS.test(length) &&
+    Number(length) !== 0 &&
+    Number(length) <= STATUS_FAST_BODY_MAX
+  );
 }
