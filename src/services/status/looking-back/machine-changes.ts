@@ -63,12 +63,11 @@ export class MachineChanges {
     const id = machine ? this.idOf({ state: machine.state, site: machine.site ?? null, modules: machine.modules }) : 0;
     if (id === this.lastId(list)) return;
     const heard = machine ? Date.parse(machine.lastHeardAt) : Number.NaN;
-    if (!list) {
-      this.byName.set(name, [seq, at, heard, id]);
-      return;
-    }
-    list.push(seq, at, heard, id);
-    this.forget(name, list);
+    // A new array of exactly its length, not a push: a pushed array keeps room to grow (half as much
+    // again), which would be most of the index's memory at a million machines of a few changes each.
+    const next = list ? list.concat(seq, at, heard, id) : [seq, at, heard, id];
+    this.byName.set(name, next);
+    this.forget(name, next);
   }
 
   /** Every machine indexed, with whether its last change shows it in the compositions. */
