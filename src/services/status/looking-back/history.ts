@@ -6,6 +6,7 @@ import { replayDeltas } from '../delta/delta-chain.js';
 import { type StatusStreamLink, storedAsMessage } from '../replicating/stream-follower.js';
 import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, statusAssembler } from '../replicating/wire.js';
 import type { LookBackIndex } from './look-back-index.js';
+import type { Placed } from './stream-directory.js';
 
 /** Compositions rebuilt by `statusAt` kept by seq (least recently asked dropped first): a handful of incident screens. */
 export const STATUS_AT_CACHE_MAX = 16;
@@ -113,9 +114,13 @@ export class StatusHistory {
     return this.replay(start, at.seq);
   }
 
-  /** The composition whose last message is at stream sequence `end`, from the snapshot beginning at `start` and the deltas up to it. */
-  private async replay(start: number, end: number): Promise<Composition> {
-    let base: Composition | undefined;
+  /**
+   * The composition whose last message is at stream sequence `end`, from the snapshot beginning at
+   * `start` and the deltas up to it; or, given `from` (a composition rebuilt before, its last message
+   * at `start - 1`), from it and the deltas after it alone.
+   */
+  private async replay(start: number, end: number, from?: Composition): Promise<Composition> {
+    let base: Composition | undefined = from;
     let chain: StatusDelta[] = [];
     const reached = () => chain.at(-1)?.seq ?? base?.seq ?? Number.NEGATIVE_INFINITY;
     for await (const entry of this.entries(start, end)) {
@@ -156,7 +161,26 @@ export class StatusHistory {
     }
     const { first } = await this.bounds();
     if (place.snapshot < first) throw new NotFound('composition the status history still holds', label);
+    const checkpoint = this.checkpointFor(index, place);
+    if (checkpoint) {
+      const rebuilt = await this.replay(checkpoint.end + 1, place.end, checkpoint.composition).catch(() => undefined);
+      if (rebuilt?.seq === seq) return this.keep(rebuilt);
+    }
     return this.keep(await this.replay(place.snapshot, place.end));
+  }
+
+  /**
+   * The latest composition kept (STATUS_AT_CACHE_MAX) before `place` and after the same snapshot:
+   * a checkpoint, from which only the deltas between are read and applied (the snapshot is not).
+   */
+  private checkpointFor(index: LookBackIndex, place: Placed): { composition: Composition; end: number } | undefined {
+    let best: { composition: Composition; end: number } | undefined;
+    for (const composition of this.cache.values()) {
+      if (composition.seq >= place.seq || (best && composition.seq <= best.composition.seq)) continue;
+      const kept = index.directory.placeOf(composition.seq);
+      if (kept && kept.snapshot === place.snapshot && kept.end < place.end) best = { composition, end: kept.end };
+    }
+    return best;
   }
 
   private keep(composition: Composition): Composition {
