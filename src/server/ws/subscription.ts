@@ -43,11 +43,12 @@ function refusal(error: unknown, logger: Logger): GraphQLError {
 export function onSubscribeOf({ yoga, logger, fanout, guards, persisted, records }: SubscriptionRoom) {
   return async (ctx: WsContext<Record<string, unknown>, WsExtra>, id: string, payload: SubscribePayload) => {
     const caller = ctx.extra.caller as Caller;
-    records.logs.get(ctx.extra.socket)?.operation(payload);
     // This operation is among them already (graphql-ws notes its id before asking).
     const operationsOnSocket = Object.keys(ctx.subscriptions).length;
     // The request stage (operations on the socket, the rate) and the operation stage (variables, persisted), as an HTTP request meets them.
     const refused = guards.judgeAll(['request', 'operation'], { door: 'graphql-ws subscribe', caller, operationsOnSocket, params: payload });
+    // The socket's access line counts every operation it ran or was refused, but one past the socket's cap.
+    if (refused?.guard !== 'operations') records.logs.get(ctx.extra.socket)?.operation(payload);
     if (refused) return [asOperationError(refused)];
     let params = payload;
     try {
