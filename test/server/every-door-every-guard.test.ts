@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GUARDS } from '../../src/server/guards/index.js';
 import { DOORS, type Door } from '../../src/server/guards/refusal.js';
 import { useGateway } from '../fixtures/gateway.js';
+import { aJwksFile, aJwtOf, aSigningKey } from '../fixtures/jwks.js';
 import { startTestGateway, type TestGateway, type TokenFixture } from '../fixtures/services.js';
 import { RawWsClient } from '../fixtures/ws-client.js';
 import { type Outcome, probeConnect, probeHttp, probeSubscribe, type Tweak } from './door-probes.js';
@@ -18,9 +19,19 @@ const PER_CALLER = 2;
 const GUARD_TOKENS: TokenFixture[] = GUARDS.map((guard) => ({ name: guard.name, scopes: ['read'], token: `token-of-${guard.name}-walk` }));
 const tokenOf = (guard: string) => `token-of-${guard}-walk`;
 
+/** The tokened gateway takes JWTs too: a JWT past its expiry is the caller guard's other refusal. */
+let jwks: ReturnType<typeof aJwksFile>;
+const EXPIRED_AGO_S = 3_600;
+let expiredJwt = '';
+beforeAll(async () => {
+  const key = await aSigningKey('walk');
+  jwks = aJwksFile([key]);
+  expiredJwt = await aJwtOf(key, { sub: 'expired' }, { expiresInS: -EXPIRED_AGO_S });
+});
+afterAll(() => jwks?.remove());
 const { gw: tokened, env } = useGateway('walk', {
   tokens: GUARD_TOKENS,
-  env: { MESH_WS_SOCKETS_PER_CALLER: String(PER_CALLER), MESH_WS_OPERATIONS_PER_SOCKET: '1' },
+  env: () => ({ ...jwks.env, MESH_WS_SOCKETS_PER_CALLER: String(PER_CALLER), MESH_WS_OPERATIONS_PER_SOCKET: '1' }),
 });
 /** An open gateway (no tokens: loopback names only), for the Host guard, the rate and the drain. */
 let open: TestGateway;
@@ -192,3 +203,18 @@ for (const guard of ordered) {
     });
   });
 }
+
+// The caller guard's refusal of a JWT past its expiry (verified as the request is admitted, or
+// connection_init read), at every door the guard holds at: the same message everywhere.
+const callerGuard = GUARDS.find((guard) => guard.name === 'caller');
+describe.sequential('the caller guard, a JWT past its expiry', () => {
+  test.each(DOORS.filter((door) => callerGuard?.at[door] === true))('refuses at %s as it does everywhere', async (door) => {
+    const exp = JSON.parse(Buffer.from(expiredJwt.split('.')[1] ?? '', 'base64url').toString()).exp as number;
+    const expired: Case = {
+      on: 'tokened',
+      tweak: { authorization: `Bearer ${expiredJwt}` },
+      expected: { status: 401, code: 'FORBIDDEN', message: `the token expired at ${new Date(exp * 1000).toISOString()}`, close: 4403 },
+    };
+    expectRefused(await probe(tokened.url, door, 'caller', expired), door, 'caller', expired.expected);
+  });
+});
