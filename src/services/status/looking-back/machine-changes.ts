@@ -26,6 +26,8 @@ export interface KeptChange extends MachineValue {
 // A change is four numbers in the machine's one array: seq, composedAt (ms), lastHeardAt (ms, NaN
 // for none) and the id of its value (state, site, modules), interned: a mesh has few of them.
 const WIDTH = 4;
+/** Lists up to this many numbers (16 changes) are kept at exactly their length; longer ones grow by push. */
+const EXACT_LENGTH_UNTIL = 64;
 /** One string per value, for interning. */
 const valueKey = (m: MachineValue): string => `${m.state ?? ''}\u0000${m.site ?? ''}\u0000${m.modules.join('\u0000')}`;
 const ABSENT: MachineValue = Object.freeze({ state: null, site: null, modules: Object.freeze([]) as unknown as string[] });
@@ -63,10 +65,14 @@ export class MachineChanges {
     const id = machine ? this.idOf({ state: machine.state, site: machine.site ?? null, modules: machine.modules }) : 0;
     if (id === this.lastId(list)) return;
     const heard = machine ? Date.parse(machine.lastHeardAt) : Number.NaN;
-    // A new array of exactly its length, not a push: a pushed array keeps room to grow (half as much
-    // again), which would be most of the index's memory at a million machines of a few changes each.
-    const next = list ? list.concat(seq, at, heard, id) : [seq, at, heard, id];
-    this.byName.set(name, next);
+    // A short list is copied to exactly its length: a pushed array keeps room to grow (half as much
+    // again), much of the memory of a million machines of a few changes each. A long one is pushed
+    // to, so a flapping machine's change is not a copy of all its changes.
+    let next: number[];
+    if (!list) next = [seq, at, heard, id];
+    else if (list.length < EXACT_LENGTH_UNTIL) next = list.concat(seq, at, heard, id);
+    else next = (list.push(seq, at, heard, id), list);
+    if (next !== list) this.byName.set(name, next);
     this.forget(name, next);
   }
 
