@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { expect, test } from 'vitest';
 import type { MachineStatus } from '../../../src/services/status/composition.js';
 import { MACHINE_CHANGES_KEPT_MAX, MachineChanges } from '../../../src/services/status/looking-back/machine-changes.js';
@@ -111,4 +112,37 @@ test('the timeline finds the composition in force at an instant, and keeps insta
   timeline.trimBefore(11);
   expect(timeline.first()).toEqual({ seq: 11, at: 2000 });
   expect(timeline.size).toBe(3);
+});
+
+test('a composition heard without a delta is compared whole: a machine it does not show has left, one it shows unchanged records nothing', async () => {
+  const { startLookBackIndex } = await import('../../../src/services/status/looking-back/look-back-index.js');
+  const { aComposition } = await import('../../fixtures/compositions.js');
+  const listeners = new Set<(c: ReturnType<typeof aComposition>) => void>();
+  const first = aComposition(1, 5);
+  const feed = { current: () => first, subscribe: (l: (c: ReturnType<typeof aComposition>) => void) => (listeners.add(l), () => listeners.delete(l)) };
+  let index: import('../../../src/services/status/looking-back/look-back-index.js').LookBackIndex | undefined;
+  const history = {
+    link: undefined as never,
+    bounds: async () => ({ first: 1, last: 0 }),
+    entries: async function* () {},
+    useIndex: (i: NonNullable<typeof index>) => (index = i),
+  };
+  const running = startLookBackIndex(feed, history, pino({ level: 'silent' }));
+  try {
+    await running.backfill;
+    // Seq 3 whole (a gap): machine 2 gone, the others as they were.
+    const third = {
+      ...first,
+      seq: 3,
+      composedAt: new Date(Date.parse(first.composedAt) + 2000).toISOString(),
+      machines: first.machines.filter((_, i) => i !== 2),
+    };
+    for (const l of listeners) l(third);
+    const gone = first.machines[2]!.name;
+    expect(index!.changes.changesOf(gone, 1, 3, 500).after.map((c) => [c.seq, c.state])).toEqual([[3, null]]);
+    expect(index!.changes.changesOf(first.machines[0]!.name, 1, 3, 500).after).toEqual([]);
+    expect(index!.changes.shown).toBe(4);
+  } finally {
+    running.stop();
+  }
 });

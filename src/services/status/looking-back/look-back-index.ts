@@ -40,11 +40,10 @@ export interface RunningLookBackIndex extends LookBackIndex {
 
 /** Records composition `c` whole: every machine in it, and every one indexed as present that is not. */
 function recordWhole(changes: MachineChanges, c: Composition, at: number): void {
-  const present = new Set<string>();
-  for (const m of c.machines) {
-    present.add(m.name);
-    changes.record(m.name, c.seq, at, m);
-  }
+  for (const m of c.machines) changes.record(m.name, c.seq, at, m);
+  // Every machine of it is shown now: when no more are, none left it (the common case, with no set of a million names).
+  if (changes.shown === c.machines.length) return;
+  const present = new Set(c.machines.map((m) => m.name));
   for (const [name, shown] of changes.names()) if (shown && !present.has(name)) changes.record(name, c.seq, at, undefined);
 }
 

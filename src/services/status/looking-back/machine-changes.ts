@@ -30,6 +30,9 @@ const WIDTH = 4;
 const EXACT_LENGTH_UNTIL = 64;
 /** One string per value, for interning. */
 const valueKey = (m: MachineValue): string => `${m.state ?? ''}\u0000${m.site ?? ''}\u0000${m.modules.join('\u0000')}`;
+/** Whether a machine shows the value kept: its state, site and modules. */
+const sameValue = (v: MachineValue, m: MachineStatus): boolean =>
+  v.state === m.state && v.site === (m.site ?? null) && v.modules.length === m.modules.length && v.modules.every((x, i) => x === m.modules[i]);
 const ABSENT: MachineValue = Object.freeze({ state: null, site: null, modules: Object.freeze([]) as unknown as string[] });
 
 /**
@@ -51,6 +54,9 @@ export class MachineChanges {
     return this.byName.size;
   }
 
+  /** How many machines the last change of each shows in the compositions. */
+  shown = 0;
+
   /** The value a machine had in the last change recorded, ABSENT when none. */
   private lastId(list: number[] | undefined): number {
     return list?.length ? list[list.length - 1]! : 0;
@@ -62,8 +68,12 @@ export class MachineChanges {
    */
   record(name: string, seq: number, at: number, machine: MachineStatus | undefined): void {
     const list = this.byName.get(name);
+    const last = this.lastId(list);
+    // Compared field by field first: most machines of a composition compared whole have not changed.
+    if (machine ? last !== 0 && sameValue(this.values[last]!, machine) : last === 0) return;
     const id = machine ? this.idOf({ state: machine.state, site: machine.site ?? null, modules: machine.modules }) : 0;
-    if (id === this.lastId(list)) return;
+    if (id === last) return;
+    if ((last === 0) !== (id === 0)) this.shown += id === 0 ? -1 : 1;
     const heard = machine ? Date.parse(machine.lastHeardAt) : Number.NaN;
     // A short list is copied to exactly its length: a pushed array keeps room to grow (half as much
     // again), much of the memory of a million machines of a few changes each. A long one is pushed
@@ -163,5 +173,7 @@ export class MachineChanges {
       if (older.cut.has(name)) this.cut.add(name);
       this.forget(name, list);
     }
+    this.shown = 0;
+    for (const [, shown] of this.names()) if (shown) this.shown++;
   }
 }
