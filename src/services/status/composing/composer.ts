@@ -176,8 +176,9 @@ function oneComposition(mesh: ComposerMesh, c: Composing): Scheduled['compose'] 
         stats.lastSeq = seq;
         // The gap is kept between the instants compositions are composed at (their composedAt),
         // not between requests: the seq read before it takes a varying few milliseconds.
-        began();
+        const now = began();
         return step.compose(taken, {
+          now,
           seq,
           controller: mesh.config.controller,
           servingReplica: mesh.config.replica,

@@ -18,11 +18,12 @@ export interface Scheduled {
   /** Tells the composition to come what a request needs of it (`machines` news wrote), as it is asked. */
   asked(trigger: ComposeTrigger, machines?: readonly string[]): void;
   /**
-   * Makes one composition of the triggers gathered, calling `began` at the instant it composes (the
-   * gap is kept from there); answers `retry` when it failed for an outage and is asked again later.
+   * Makes one composition of the triggers gathered, calling `began` at the instant it composes, which
+   * answers that instant: the composition's `composedAt`, so the gap holds between composedAts (the
+   * event loop's timers may fire a few ms early by the wall clock); answers `retry` when it failed for an outage and is asked again later.
    * It never throws.
    */
-  compose(triggers: ComposeTrigger[], began: () => void): Promise<'done' | 'retry'>;
+  compose(triggers: ComposeTrigger[], began: () => Date): Promise<'done' | 'retry'>;
 }
 
 export interface ComposeScheduler {
@@ -56,6 +57,7 @@ export function composeScheduler(scheduled: Scheduled): ComposeScheduler {
     inFlight = scheduled
       .compose(asked, () => {
         lastStart = Date.now();
+        return new Date(lastStart);
       })
       .then((outcome) => {
         if (outcome === 'retry') retryLater(asked);
