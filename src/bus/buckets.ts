@@ -1,4 +1,4 @@
-import { DiscardPolicy, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -116,6 +116,23 @@ export function bucketLimits(names: BucketNames, replicas = 1): Record<string, L
   };
 }
 
+/** How long a stream just made may answer "not found" (a cluster assigning it to its nodes) before that is believed. */
+const JUST_MADE_STREAM_MS = 3_000;
+
+/** The stream's info, asked again while a cluster has not yet placed the stream it just acknowledged making. */
+async function infoOfJustMade(jsm: JetStreamManager, stream: string): Promise<StreamInfo> {
+  const until = Date.now() + JUST_MADE_STREAM_MS;
+  for (;;) {
+    try {
+      return await jsm.streams.info(stream);
+    } catch (error) {
+      const notFound = error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+      if (!notFound || Date.now() > until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
 /**
  * Opens a bucket, creating it when absent. `Kvm.create` binds to a present bucket without applying
  * options (and creates one with discard new), so the stream's config is read and updated where it
@@ -127,7 +144,7 @@ async function ensureBucket(kvm: Kvm, jsm: JetStreamManager, name: string, limit
   const kv = await kvm.create(name, { history: 1, replicas }).catch((error: unknown) => {
     throw replicasRefusal(error, stream, replicas);
   });
-  const { config } = await jsm.streams.info(stream);
+  const { config } = await infoOfJustMade(jsm, stream);
   const diff: Partial<Limits> = {};
   for (const [key, want] of Object.entries(limits) as [keyof Limits, never][]) {
     if (config[key] !== want) diff[key] = want;
