@@ -54,7 +54,10 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
   const fromMs = Date.now() - source.replayMs;
   const state = (await source.jsm.streams.info(source.stream)).state;
   const target = state.last_ts && Date.parse(state.last_ts) >= fromMs ? state.last_seq : 0;
-  let upTo: FollowedUpTo = { seq: 0, storedMs: fromMs };
+  // Nothing stored since `fromMs` (every agent stopped a while ago): the follower has all the stream
+  // holds before it, so it starts as having read its last message, not as 0 — else every message
+  // ever stored would count as news not yet read, and the gateway would judge as of the last one.
+  let upTo: FollowedUpTo = { seq: target === 0 ? state.last_seq : 0, storedMs: fromMs };
   let reached: () => void = () => undefined;
   const caughtUp = target === 0 ? Promise.resolve() : new Promise<void>((resolve) => (reached = resolve));
   const consumer = await source.js.consumers.get(source.stream, {
