@@ -108,8 +108,11 @@ async function takeBeats(mesh: IngestMesh, batch: readonly Heartbeat[]): Promise
   const heard = mesh.hearing.machines;
   const changing = new Set<string>();
   for (const [machine, beat] of latest) {
-    if (beat.at.getTime() < (heard.lastMs(machine) ?? Number.NEGATIVE_INFINITY)) continue; // overtaken: a newer beat stands
-    if (changesStored(beat, stored.get(machine))) changing.add(machine);
+    const row = stored.get(machine);
+    // Overtaken: a newer beat stands (heard by this replica's follower, to be written by its batch).
+    // Never for a machine not stored yet: its beats owed would update no row, and be lost.
+    if (row && beat.at.getTime() < (heard.lastMs(machine) ?? Number.NEGATIVE_INFINITY)) continue;
+    if (changesStored(beat, row)) changing.add(machine);
   }
   const written = beats.filter((b) => changing.has(b.machine));
   for (const chunk of chunked(written)) await retryOnce(() => recordHeartbeats(mesh.db, chunk));

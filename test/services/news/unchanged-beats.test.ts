@@ -59,3 +59,17 @@ test('a beat that changes the modules is written at once, with its count', async
     .execute();
   expect(running.map((a) => a.module)).toEqual(['broker', 'web']);
 });
+
+test('the first beats of a machine are stored even when this replica already heard a later beat of it (its batch split by redelivery): none is owed to a row that does not exist', async () => {
+  const t0 = Date.now() - 20_000;
+  // The follower of the news stream runs ahead of the ingest: it heard the machine's later beat.
+  gw.mesh.hearing.machines.note('split-1', t0 + 5_000, t0 + 5_000);
+  await ingestBatch(gw.mesh, [beat('split-1', t0, ['broker']), beat('split-1', t0 + 1_000, ['broker'])]);
+  // A checkpoint falls between the two batches (every MESH_CHECKPOINT_S).
+  await gw.news.flush();
+  await ingestBatch(gw.mesh, [beat('split-1', t0 + 5_000, ['broker'])]);
+  await gw.news.flush();
+  const stored = await row('split-1');
+  expect(Number(stored.heartbeats)).toBe(3);
+  expect(new Date(stored.last_heard_at).getTime()).toBe(t0 + 5_000);
+});
