@@ -16,6 +16,8 @@ export interface Config {
   natsUrl: string[] | undefined;
   /** MESH_KV_REPLICAS: the replicas of every bucket and stream the gateway creates (1, or 3 on a three-node cluster). */
   kvReplicas: number;
+  /** MESH_KV_WRITE_RETRY_S: how long a call record or hand-act write is retried while its stream has no leader (or NATS is away) before the act is refused UNAVAILABLE. */
+  kvWriteRetrySeconds: number;
   natsUser: string | undefined;
   natsPassword: string | undefined;
   /** The controller's seat name and the prefix of its buckets. */
@@ -78,6 +80,12 @@ export const JWT_CLOCK_TOLERANCE_DEFAULT_S = 30;
 export const JWT_CLOCK_TOLERANCE_MAX_S = 300;
 /** A steady mesh writes each machine's last-heard once per 300 s: machines / 300 rows a second (issue 37). */
 const CHECKPOINT_S = 300;
+/**
+ * A write of a call record or hand-act is retried this long while JetStream has no leader for its
+ * stream (bus/retry.ts's KV_WRITE_RETRY_MS, the same 15 s: a leader elected within ~4.5 s, a
+ * reconnect within one wait), then the act is refused UNAVAILABLE.
+ */
+const KV_WRITE_RETRY_S = 15;
 /** The hosts a MESH_JWKS_URL may reach over plain `http:`: this machine only (tests, a local issuer); anywhere else, keys over plain HTTP could be swapped. */
 const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
 
@@ -186,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     natsUrl: natsServers(env, 'NATS_URL'),
     kvReplicas: replicas(env, 'MESH_KV_REPLICAS'),
+    kvWriteRetrySeconds: int(env, 'MESH_KV_WRITE_RETRY_S', KV_WRITE_RETRY_S, 0.1),
     natsUser: env.NATS_USER || undefined,
     natsPassword: env.NATS_PASSWORD || undefined,
     controller: name(env, 'MESH_CONTROLLER', 'mesh-controller'),

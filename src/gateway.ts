@@ -125,7 +125,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     stops.push(() => bus.close());
     // Without NATS_URL the NATS found (or the child started) is written down, so `npm run simulate` finds it.
     if (!config.natsUrl) stops.push(noteNatsUrl(config.dataDir, bus.url));
-    const buckets = await ensureBuckets(bus.nc, bus.jsm, config.controller, logger, config.kvReplicas);
+    const buckets = await ensureBuckets(bus.nc, bus.jsm, config.controller, logger, config.kvReplicas, config.kvWriteRetrySeconds * 1000);
     const views = { calls: await startCallView(buckets, bus.jsm, logger), handActs: await startHandActView(buckets, bus.jsm, logger) };
     stops.push(async () => (views.calls.stop(), views.handActs.stop()));
     // Every replica relays the outbox: the records of acts committed here or on a replica gone.

@@ -38,6 +38,8 @@ export interface Buckets {
   calls: KV;
   handActs: KV;
   leases: KV;
+  /** How long a write to them is retried while their stream has no leader (MESH_KV_WRITE_RETRY_S; KV_WRITE_RETRY_MS when absent). */
+  writeRetryMs?: number;
 }
 
 type Limits = Partial<Pick<StreamConfig, 'max_age' | 'max_msgs_per_subject' | 'max_msgs' | 'discard' | 'num_replicas'>>;
@@ -158,7 +160,14 @@ async function ensureBucket(kvm: Kvm, jsm: JetStreamManager, name: string, limit
  * Ensures the controller's three buckets exist with the limits DESIGN.md sets and `replicas` copies
  * each (MESH_KV_REPLICAS); throws when NATS refuses, a ReplicasRefused when it cannot place the copies.
  */
-export async function ensureBuckets(nc: NatsConnection, jsm: JetStreamManager, controller: string, logger?: Logger, replicas = 1): Promise<Buckets> {
+export async function ensureBuckets(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  controller: string,
+  logger?: Logger,
+  replicas = 1,
+  writeRetryMs = KV_WRITE_RETRY_MS,
+): Promise<Buckets> {
   const names = bucketNames(controller);
   const kvm = new Kvm(nc);
   const limits = bucketLimits(names, replicas);
@@ -168,5 +177,5 @@ export async function ensureBuckets(nc: NatsConnection, jsm: JetStreamManager, c
     if (changed.length) logger?.info({ bucket: name, changed }, 'bucket limits updated');
     opened[name] = kv;
   }
-  return { names, calls: opened[names.calls]!, handActs: opened[names.handActs]!, leases: opened[names.leases]! };
+  return { names, calls: opened[names.calls]!, handActs: opened[names.handActs]!, leases: opened[names.leases]!, writeRetryMs };
 }

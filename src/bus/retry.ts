@@ -33,11 +33,11 @@ export const isWrongLastSequence = (error: unknown): boolean =>
 
 /**
  * Runs `write`, and again while it fails for want of a stream leader (isLeaderless), for up to
- * KV_WRITE_RETRY_MS; then throws the last error. `write` gets the try's number (0 first), so a
+ * `windowMs` (KV_WRITE_RETRY_MS unless MESH_KV_WRITE_RETRY_S says otherwise: `Buckets.writeRetryMs`); then throws the last error. `write` gets the try's number (0 first), so a
  * write that may have landed before its answer was lost (a create) can check for itself.
  */
-export async function retryLeaderless<T>(write: (attempt: number) => Promise<T>, what: string, logger?: Logger): Promise<T> {
-  const deadline = Date.now() + KV_WRITE_RETRY_MS;
+export async function retryLeaderless<T>(write: (attempt: number) => Promise<T>, what: string, logger?: Logger, windowMs = KV_WRITE_RETRY_MS): Promise<T> {
+  const deadline = Date.now() + windowMs;
   let pause = KV_WRITE_PAUSE_FIRST_MS;
   for (let attempt = 0; ; attempt++) {
     try {

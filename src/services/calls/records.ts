@@ -27,7 +27,7 @@ export type CallState = (typeof CALL_STATES)[number];
 
 /** What the calls functions need of the mesh: the calls bucket, this replica's view of it and the replica's name. */
 export interface CallsMesh {
-  buckets: Pick<Buckets, 'calls'>;
+  buckets: Pick<Buckets, 'calls' | 'writeRetryMs'>;
   views: { calls: KvView<CallSummary> };
   config: { replica: string };
   /** Where a call's end is logged, one line each (absent in tests of the records alone). */
@@ -114,7 +114,7 @@ export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, j
   });
   const watch = new CallEndWatch((id, body) => {
     logger?.warn({ callId: id }, 'another replica marked a call ABANDONED after it ended here: its end is written again');
-    putCall(buckets.calls, id, body).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
+    putCall(buckets, id, body).catch((err) => logger?.error({ err, callId: id }, 'could not write a call’s end again'));
   });
   endWatches.set(view, watch);
   view.onEntry((entry) => watch.heard(entry.key, entry.revision, () => entry.operation === 'PUT' && decodeCall(entry)?.state === 'ABANDONED'));
@@ -122,7 +122,8 @@ export async function startCallView(buckets: Pick<Buckets, 'calls' | 'names'>, j
 }
 
 /** Puts a call's record under its id, retried while the bucket's stream elects a leader (a put of the same record twice is harmless); answers its revision. */
-const putCall = (calls: Buckets['calls'], id: string, body: string): Promise<number> => retryLeaderless(() => calls.put(id, body), `call ${id}`);
+const putCall = (buckets: Pick<Buckets, 'calls' | 'writeRetryMs'>, id: string, body: string): Promise<number> =>
+  retryLeaderless(() => buckets.calls.put(id, body), `call ${id}`, undefined, buckets.writeRetryMs);
 
 /** Brings this replica's view up to the call as written at `revision`, and logs a call that ended. */
 function applyWritten(mesh: CallsMesh, call: Call, revision: number): Call {
@@ -219,7 +220,7 @@ export async function startCall(mesh: CallsMesh, call: NewCall): Promise<Started
   const running = fresh(mesh, call, 'RUNNING');
   // Written into the view within its turn: the next call's room is weighed with this one in it.
   return withRoomFor(callsShared(mesh), call.caller, async () => {
-    const revision = await putCall(mesh.buckets.calls, running.id, JSON.stringify(running));
+    const revision = await putCall(mesh.buckets, running.id, JSON.stringify(running));
     return { call: applyWritten(mesh, running, revision), revision };
   });
 }
@@ -314,11 +315,16 @@ async function writeEnd(mesh: CallsMesh, started: StartedCall, ended: Call): Pro
   const body = JSON.stringify(ended);
   let revision: number;
   try {
-    revision = await retryLeaderless(() => mesh.buckets.calls.update(ended.id, body, started.revision), `call ${ended.id}`);
+    revision = await retryLeaderless(
+      () => mesh.buckets.calls.update(ended.id, body, started.revision),
+      `call ${ended.id}`,
+      undefined,
+      mesh.buckets.writeRetryMs,
+    );
   } catch (error) {
     if (!isWrongLastSequence(error)) throw error;
     mesh.logger?.warn({ callId: ended.id, state: ended.state }, 'a call was settled by another replica while it ran here: its end is written over that');
-    revision = await putCall(mesh.buckets.calls, ended.id, body);
+    revision = await putCall(mesh.buckets, ended.id, body);
   }
   const seen = mesh.views.calls.get(ended.id);
   endWatches.get(mesh.views.calls)?.watch(ended.id, body, revision, seen && { revision: seen.revision, abandoned: seen.value.state === 'ABANDONED' });

@@ -84,7 +84,7 @@ export function checkActing(args: { why?: unknown; cause?: unknown; condition?: 
 
 /** What the hand-act log needs of the mesh: its bucket and this replica's view of it. */
 export interface HandActLog {
-  buckets: Pick<Buckets, 'handActs'>;
+  buckets: Pick<Buckets, 'handActs' | 'writeRetryMs'>;
   views: { handActs: KvView<HandAct> };
   /** Where each hand-act is logged as it is recorded (absent in tests of the log alone). */
   logger?: Logger;
@@ -149,16 +149,21 @@ export async function appendHandAct(mesh: HandActLog, input: NewHandAct): Promis
     return record;
   }
   await makeRoomFor(handActsShared(mesh), record.actor);
-  const revision = await retryLeaderless(async (attempt) => {
-    try {
-      return await mesh.buckets.handActs.create(record.id, body);
-    } catch (error) {
-      // A try whose answer was lost (the node died) may have written it: then the entry holds these very bytes.
-      const entry = attempt > 0 ? await mesh.buckets.handActs.get(record.id) : null;
-      if (entry?.operation === 'PUT' && entry.string() === body) return entry.revision;
-      throw error;
-    }
-  }, `hand-act ${record.id}`);
+  const revision = await retryLeaderless(
+    async (attempt) => {
+      try {
+        return await mesh.buckets.handActs.create(record.id, body);
+      } catch (error) {
+        // A try whose answer was lost (the node died) may have written it: then the entry holds these very bytes.
+        const entry = attempt > 0 ? await mesh.buckets.handActs.get(record.id) : null;
+        if (entry?.operation === 'PUT' && entry.string() === body) return entry.revision;
+        throw error;
+      }
+    },
+    `hand-act ${record.id}`,
+    undefined,
+    mesh.buckets.writeRetryMs,
+  );
   mesh.views.handActs.apply(record.id, record, revision);
   mesh.logger?.info(
     { handActId: record.id, actor: record.actor, act: record.act, target: record.target, cause: record.cause, why: record.why },

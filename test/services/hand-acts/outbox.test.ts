@@ -8,7 +8,9 @@ import { DEFINE_SEAT } from '../../fixtures/operations.js';
 // The act and its record commit together (issue 35): a NATS of the file's own is stopped between
 // an act's commit and its hand-act's put, and the replica that committed it is SIGKILLed.
 const nats = useNatsServer();
-const { gw: b, env } = useGateway('outbox', { env: () => ({ NATS_URL: nats.url }) });
+// Writes are retried 3 s while NATS is away (MESH_KV_WRITE_RETRY_S, 15 s by default): what these tests
+// judge happens after the retry gives up, whatever its length.
+const { gw: b, env } = useGateway('outbox', { env: () => ({ NATS_URL: nats.url, MESH_KV_WRITE_RETRY_S: '3' }) });
 let a: ChildGateway | undefined;
 afterAll(async () => {
   await a?.kill('SIGKILL').catch(() => undefined);

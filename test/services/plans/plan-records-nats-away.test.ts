@@ -7,7 +7,8 @@ import { aSeatClaimedBy } from '../../fixtures/plans.js';
 // A push while NATS is away (a NATS of the file's own, stopped) cannot record its call RUNNING, so
 // it is refused before its act: UNAVAILABLE naming NATS, and no plan without a record (issue 35).
 const nats = useNatsServer();
-const { gw } = useGateway('plan_records_away', { env: () => ({ NATS_URL: nats.url }) });
+// Writes are retried 3 s while NATS is away (MESH_KV_WRITE_RETRY_S, 15 s by default): the push is refused once the retry gives up.
+const { gw } = useGateway('plan_records_away', { env: () => ({ NATS_URL: nats.url, MESH_KV_WRITE_RETRY_S: '3' }) });
 
 const codeOf = (response: { data?: any; errors?: { extensions?: Record<string, unknown> }[] }) =>
   response.data?.push?.code ?? response.errors?.[0]?.extensions?.code ?? response.data?.push?.__typename;
