@@ -1,4 +1,4 @@
-import { listCalls } from '../src/services/calls/records.js';
+import { listCalls } from '../src/services/calls/reading.js';
 import { listHandActs } from '../src/services/hand-acts/hand-acts.js';
 import { listMachines, type Machine, machineState, machinesByNames } from '../src/services/machines/machines.js';
 import type { Mesh } from '../src/services/mesh.js';

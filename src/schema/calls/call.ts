@@ -1,6 +1,7 @@
 import { idPageOf } from '../../kernel/pages.js';
 import { followCalls } from '../../services/calls/follow.js';
-import { CALL_STATES, CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call, callById, listCalls } from '../../services/calls/records.js';
+import { callById, listCalls } from '../../services/calls/reading.js';
+import { CALL_STATES, CALLS_PAGE_DEFAULT, CALLS_PAGE_MAX, type Call } from '../../services/calls/records.js';
 import { callVerbVerb } from '../../services/calls/verbs.js';
 import { CALL_DOORS } from '../../services/verbs/verb.js';
 import { builder } from '../support/builder.js';

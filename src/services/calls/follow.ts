@@ -2,7 +2,8 @@ import { Invalid } from '../../kernel/errors.js';
 import { LiveQueue } from '../../kernel/live-queue.js';
 import { oneOf } from '../../kernel/values.js';
 import type { Db } from '../../store/db.js';
-import { CALL_STATES, type Call, type CallSummary, type CallsMesh, decodeCall, readCall, seatNamesFor } from './records.js';
+import { seatNamesFor } from './reading.js';
+import { CALL_STATES, type Call, type CallSummary, type CallsMesh, decodeCall, readCall } from './records.js';
 
 /** A call as one change of the bucket brought it: `revision` is where `followCalls` resumes after it. */
 export type CallChange = Call & { revision: number };

@@ -1,6 +1,7 @@
 import { readingVerb } from '../verbs/verb.js';
 import { type ForwardMesh, forwardCall } from './forward.js';
-import { CALLS_PAGE_DEFAULT, type CallsMesh, callById, listCalls } from './records.js';
+import { callById, listCalls } from './reading.js';
+import { CALLS_PAGE_DEFAULT, type CallsMesh } from './records.js';
 
 /**
  * Forwards a call to any seat's verb. It records its own call, under the seat it calls, so the
