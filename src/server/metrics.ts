@@ -6,6 +6,7 @@ import type { Responder } from '../services/controller/responder.js';
 import type { Mesh } from '../services/mesh.js';
 import type { NewsIngest } from '../services/news/ingest.js';
 import type { Composer } from '../services/status/composing/composer.js';
+import { judgeCaller } from './guards/caller.js';
 import type { Health } from './health.js';
 import { callMetrics } from './metrics/calls.js';
 import { compositionMetrics } from './metrics/composition.js';
@@ -104,14 +105,12 @@ function requestMetrics(registry: Registry): Metrics['request'] {
 /** The exposition: the registry's text to a caller of the `read` scope (anyone when the gateway is open), 401 or 403 to others. */
 function serveMetrics(registry: Registry, req: IncomingMessage, res: ServerResponse, access: Access): void {
   if (!access.open) {
-    let scopes: ReadonlySet<string>;
-    try {
-      scopes = access.callerFor(req.headers.authorization).scopes;
-    } catch (error) {
+    const verdict = judgeCaller(access, req.headers.authorization);
+    if (!verdict.caller) {
       res.writeHead(401, { 'content-type': 'text/plain; charset=utf-8', 'www-authenticate': 'Bearer' });
-      return void res.end(`${(error as Error).message}\n`);
+      return void res.end(`${verdict.refusal}\n`);
     }
-    if (!scopes.has('read')) {
+    if (!verdict.caller.scopes.has('read')) {
       res.writeHead(403, { 'content-type': 'text/plain; charset=utf-8' });
       return void res.end('the token lacks the read scope\n');
     }
