@@ -17,6 +17,8 @@ import { type CompositionSources, compose, composeFully, composeIncrementally } 
 import { nextCrossing } from '../src/services/status/composing/crossing.js';
 import { COMPOSE_MIN_GAP_MS } from '../src/services/status/composing/scheduler.js';
 import { INCREMENTAL_TRIGGERS } from '../src/services/status/composing/step.js';
+import type { Composition } from '../src/services/status/composition.js';
+import { diffCompositions } from '../src/services/status/delta/algebra.js';
 import { encodeComposition } from '../src/services/status/replicating/encode.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
@@ -31,6 +33,10 @@ interface MeshSize {
   compositions: number;
   newsRate: number;
   newsSeconds: number;
+  /** Compare each batch's incremental composition with a full one at the same instant (tens of seconds each at a million). */
+  compareEach?: boolean;
+  /** Run a gateway on the seeded mesh under news afterwards. */
+  underNews?: boolean;
 }
 
 // The mesh DESIGN.md's issue sizes the composer for.
@@ -51,6 +57,18 @@ const MESH_100K: MeshSize = {
   compositions: 6,
   newsRate: Number(process.env.BENCH_NEWS_RATE ?? 10_000),
   newsSeconds: Number(process.env.BENCH_NEWS_SECONDS ?? 30),
+};
+// Issue 37's mesh: a million machines, each heard every 60 s. Only the composing is measured here:
+// the whole gateway under a million machines' news is `npm run bench -- million`.
+const MESH_1M: MeshSize = {
+  machines: 1_000_000,
+  seats: 20_000,
+  recordedPerMachine: 1,
+  compositions: 2,
+  newsRate: 16_700,
+  newsSeconds: 0,
+  compareEach: false,
+  underNews: false,
 };
 const SITES = 20;
 
@@ -124,6 +142,7 @@ export async function seed(db: Awaited<ReturnType<typeof openStore>>, size: Mesh
 
 export const run = (): Promise<string> => runAt(MESH_10K);
 export const run100k = (): Promise<string> => runAt(MESH_100K);
+export const run1m = (): Promise<string> => runAt(MESH_1M);
 
 /** Incremental compositions after a batch of heartbeats over `touched` machines, against the full one at the same instant. */
 async function incrementalFigures(db: Awaited<ReturnType<typeof openStore>>, size: MeshSize, sources: CompositionSources, log: (line: string) => void) {
@@ -131,8 +150,10 @@ async function incrementalFigures(db: Awaited<ReturnType<typeof openStore>>, siz
   const first = performance.now();
   const { view } = await composeFully(db, input(1, new Date()));
   log(`full composition (the view an incremental one starts from): ${ms(performance.now() - first)}`);
+  let previous = (await composeIncrementally(db, view, [], input(1, new Date()))) as Composition;
   for (const touched of [1, 100, 2_500, 10_000].filter((n) => n <= size.machines)) {
     const took: number[] = [];
+    const deltas: number[] = [];
     for (let r = 0; r < 5; r++) {
       const at = new Date();
       // Every tenth machine of the batch changes its modules (and so its derived holding): the rest only heartbeat.
@@ -155,11 +176,20 @@ async function incrementalFigures(db: Awaited<ReturnType<typeof openStore>>, siz
       const wall = performance.now();
       const incremental = await composeIncrementally(db, view, names, input(r + 2, now));
       took.push(performance.now() - wall);
-      if (r === 4) {
+      // The delta a replica publishes and a subscriber is sent: unchanged machines are skipped by identity.
+      const diffing = performance.now();
+      diffCompositions(previous, incremental);
+      deltas.push(performance.now() - diffing);
+      previous = incremental;
+      if (r === 4 && size.compareEach === false && touched > 1) {
+        log(
+          `incremental after ${touched} machine(s) heard: median ${ms(median(took))} (min ${ms(Math.min(...took))}); its delta: median ${ms(median(deltas))}`,
+        );
+      } else if (r === 4) {
         const full = await compose(db, input(r + 2, now));
         const strip = (c: typeof full) => JSON.stringify({ ...c, seq: 0, composedAt: '', tookMs: 0, trigger: '' });
         log(
-          `incremental after ${touched} machine(s) heard: median ${ms(median(took))} (min ${ms(Math.min(...took))}); equal to the full composition: ${strip(incremental) === strip(full)}`,
+          `incremental after ${touched} machine(s) heard: median ${ms(median(took))} (min ${ms(Math.min(...took))}); its delta: median ${ms(median(deltas))}; equal to the full composition: ${strip(incremental) === strip(full)}`,
         );
       }
     }
@@ -241,6 +271,7 @@ async function runAt(size: MeshSize): Promise<string> {
       `composition JSON ${(jsonBytes / 1024 / 1024).toFixed(2)} MiB; framed for NATS (gzip, 1 MiB max_payload) in a median ${ms(median(encodes))} as ${parts} message(s)`,
     );
 
+    if (size.underNews === false) return finish(lines);
     // News while composing: one gateway (serving, so composing) on this database, heartbeats from another process.
     const subjects = `bench_${randomBytes(3).toString('hex')}`;
     const config = loadConfig({ DATABASE_URL: url.toString(), NATS_URL, MESH_CONTROLLER: controller, MESH_SUBJECTS: subjects, PORT: '0', LOG_LEVEL: 'warn' });
@@ -302,6 +333,11 @@ async function runAt(size: MeshSize): Promise<string> {
     await admin((c) => c.query(`drop database if exists "${name}" with (force)`)).catch(() => undefined);
     await deleteControllerStreams(NATS_URL, controller);
   }
+  return finish(lines);
+}
+
+/** The report: the machine and the load average at the end, then the figures. */
+function finish(lines: readonly string[]): string {
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}; load average at the end ${loadavg()[0]!.toFixed(2)}`;
   return [`machine: ${machine}`, ...lines].join('\n');
 }

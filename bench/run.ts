@@ -1,7 +1,7 @@
 import { run as badday } from './badday.js';
 import { run as childStart } from './child-start.js';
 import { run as cluster } from './cluster.js';
-import { run as compose, run100k as compose100k } from './compose.js';
+import { run as compose, run1m as compose1m, run100k as compose100k } from './compose.js';
 import { run as cores } from './cores.js';
 import { run as counts } from './counts.js';
 import { run as dashboard } from './dashboard.js';
@@ -17,6 +17,7 @@ import { run as streamAck } from './stream-ack.js';
 const BENCHES: Record<string, () => Promise<string>> = {
   compose,
   'compose-100k': compose100k,
+  'compose-1m': compose1m,
   fanout,
   stream,
   'stream-ack': streamAck,
