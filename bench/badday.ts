@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import { type ChildGateway, spawnGateway } from '../test/fixtures/child.js';
 import { startNatsServer } from '../test/fixtures/nats-server.js';
+import { alive, metric, quantile, rssOf, serving, sleep, startMesh, TOOK_LEASE } from './bad-day-kit.js';
 import { bundledChildGateway } from './compiled.js';
 import { ADMIN_URL, admin } from './databases.js';
 
@@ -29,94 +28,9 @@ const NATS_DOWN_MS = 2_000;
 const END_AT_S = QUICK ? 130 : 190;
 const LATE_MS = 1.5 * HEARTBEAT_S * 1000;
 const SILENT_MS = 6 * HEARTBEAT_S * 1000;
-const TOOK_LEASE = 'took the serving lease';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const quantile = (xs: number[], q: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]! : Number.NaN);
 const name = (i: number) => `bd-${String(i).padStart(6, '0')}`;
 const stops = (machine: string) => Number(machine.slice(3)) % STOPPED_EVERY === 0;
-
-/** The mesh, in threads of its own (two: 10,000 JSON beats a second is most of a core). */
-function startMesh(natsUrl: string, subjects: string): { stop(): void; end(): Promise<void> } {
-  const threads = MACHINES > 20_000 ? 2 : 1;
-  const workers = Array.from(
-    { length: threads },
-    (_, t) =>
-      new Worker(
-        `const { parentPort, workerData: w } = require('node:worker_threads');
-        import('@nats-io/transport-node').then(async ({ connect }) => {
-          const nc = await connect({ servers: w.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-          let stopped = false, tick = 0;
-          const ticks = (w.heartbeatS * 1000) / w.tickMs, perTick = w.machines / ticks;
-          const timer = setInterval(() => {
-            const from = (tick++ % ticks) * perTick;
-            for (let i = from; i < from + perTick; i++) {
-              if (i % w.threads !== w.thread) continue;
-              if (stopped && i % w.stoppedEvery === 0) continue;
-              const name = 'bd-' + String(i).padStart(6, '0');
-              nc.publish(w.subjects + '.news.machine.' + name, JSON.stringify({ kind: 'heartbeat', site: 'site-' + (i % 20), modules: ['agent'] }));
-            }
-          }, w.tickMs);
-          parentPort.on('message', async (m) => {
-            if (m === 'stop') stopped = true;
-            if (m === 'end') { clearInterval(timer); await nc.close(); parentPort.postMessage('ended'); }
-          });
-        });`,
-        {
-          eval: true,
-          workerData: { natsUrl, subjects, heartbeatS: HEARTBEAT_S, tickMs: TICK_MS, machines: MACHINES, stoppedEvery: STOPPED_EVERY, threads, thread: t },
-        },
-      ),
-  );
-  return {
-    stop: () => {
-      for (const w of workers) w.postMessage('stop');
-    },
-    end: async () => {
-      await Promise.all(
-        workers.map((w) => {
-          const ended = new Promise((resolve) => w.once('message', resolve));
-          w.postMessage('end');
-          return ended.finally(() => w.terminate());
-        }),
-      );
-    },
-  };
-}
-
-const alive = (g: ChildGateway) => g.child.exitCode === null && g.child.signalCode === null;
-
-function serving(g: ChildGateway): boolean {
-  const last = g
-    .output()
-    .split('\n')
-    .findLast((l) => l.includes('serving lease taken') || l.includes('serving lease lost'));
-  return !!last?.includes('serving lease taken') && alive(g);
-}
-
-/** One value of the replica's /metrics (every line carries a `replica` label). */
-async function metric(g: ChildGateway, metricName: string): Promise<number | undefined> {
-  const text = await fetch(`${g.url.replace(/\/graphql$/, '')}/metrics`, { signal: AbortSignal.timeout(3_000) })
-    .then((r) => r.text())
-    .catch(() => '');
-  const line = text.split('\n').find((l) => l.startsWith(`${metricName}{`) || l.startsWith(`${metricName} `));
-  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : undefined;
-}
-
-/** A process's resident memory, from ps (KiB → bytes). */
-function rssOf(pid: number): number | undefined {
-  try {
-    return (
-      Number(
-        execFileSync('ps', ['-o', 'rss=', '-p', String(pid)])
-          .toString()
-          .trim(),
-      ) * 1024 || undefined
-    );
-  } catch {
-    return undefined;
-  }
-}
 
 let phase = 'warm-up';
 
@@ -196,7 +110,16 @@ export async function run(): Promise<string> {
     PORT: '0',
   };
   const gateways: ChildGateway[] = [];
-  const mesh = startMesh(nats.url, env.MESH_SUBJECTS);
+  // Two threads past 20,000 machines: 10,000 JSON beats a second is most of a core.
+  const mesh = startMesh({
+    natsUrl: nats.url,
+    subjects: env.MESH_SUBJECTS,
+    heartbeatS: HEARTBEAT_S,
+    tickMs: TICK_MS,
+    machines: MACHINES,
+    stoppedEvery: STOPPED_EVERY,
+    threads: MACHINES > 20_000 ? 2 : 1,
+  });
   const rss = new Map<string, number>();
   const samples: Sample[] = [];
   let sampling = true;
