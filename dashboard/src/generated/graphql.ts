@@ -82,6 +82,45 @@ export type DashboardHandActAddedSubscriptionVariables = Exact<{
 
 export type DashboardHandActAddedSubscription = { handActAdded: { id: string, at: string, actor: string, act: string, target: string | null, why: string, cause: string | null } };
 
+export type DashboardSiteCountFragment = { site: string | null, up: number, late: number, silent: number };
+
+export type DashboardStampFragment = { seq: number, composedAt: string, heardUntil: string, tookMs: number, trigger: string };
+
+export type DashboardSizeQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type DashboardSizeQuery = { status: { seq: number, sitesUnlisted: number, sites: Array<{ site: string | null, up: number, late: number, silent: number }> } };
+
+export type DashboardSitesSubscriptionVariables = Exact<{
+  everyMs?: number | null | undefined;
+}>;
+
+
+export type DashboardSitesSubscription = { status: { callsRunning: number, handActsThisWeek: number, sitesUnlisted: number, seq: number, composedAt: string, heardUntil: string, tookMs: number, trigger: string, sites: Array<{ site: string | null, up: number, late: number, silent: number }>, plans: Array<{ id: string, seat: string, build: string, state: string, tier: number, tiers: Array<Array<string>>, stopReason: string | null, openedAt: string | null, endedAt: string | null, behind: string | null }>, repeatedCauses: Array<{ cause: string, count: number, firstAt: string, lastAt: string }> } };
+
+export type DashboardSiteSubscriptionVariables = Exact<{
+  site?: string | null | undefined;
+  everyMs?: number | null | undefined;
+}>;
+
+
+export type DashboardSiteSubscription = { status: { seq: number, composedAt: string, heardUntil: string, tookMs: number, trigger: string, machines: Array<{ name: string, site: string | null, state: MachineState, lastHeardAt: string, modules: Array<string>, holdings: Array<{ seat: string, module: string, derived: boolean }> }> } };
+
+export type DashboardPastSitesQueryVariables = Exact<{
+  at?: string | null | undefined;
+}>;
+
+
+export type DashboardPastSitesQuery = { statusAt: { seq: number, composedAt: string, sitesUnlisted: number, sites: Array<{ site: string | null, up: number, late: number, silent: number }> } | null };
+
+export type DashboardPastSiteQueryVariables = Exact<{
+  at?: string | null | undefined;
+  site?: string | null | undefined;
+}>;
+
+
+export type DashboardPastSiteQuery = { statusAt: { seq: number, composedAt: string, machines: Array<{ name: string, site: string | null, state: MachineState, lastHeardAt: string, modules: Array<string>, holdings: Array<{ seat: string, module: string, derived: boolean }> }> } | null };
+
 export type DashboardMachineFragment = { name: string, site: string | null, state: MachineState, lastHeardAt: string, modules: Array<string>, holdings: Array<{ seat: string, module: string, derived: boolean }> };
 
 export type DashboardSeatFragment = { name: string, held: boolean, holders: Array<{ machine: string, module: string, site: string | null, derived: boolean }> };
@@ -195,6 +234,23 @@ export const DashboardDurationFragmentDoc = new TypedDocumentString(`
   exceeded
 }
     `, {"fragmentName":"DashboardDuration"}) as unknown as TypedDocumentString<DashboardDurationFragment, unknown>;
+export const DashboardSiteCountFragmentDoc = new TypedDocumentString(`
+    fragment DashboardSiteCount on SiteCount {
+  site
+  up
+  late
+  silent
+}
+    `, {"fragmentName":"DashboardSiteCount"}) as unknown as TypedDocumentString<DashboardSiteCountFragment, unknown>;
+export const DashboardStampFragmentDoc = new TypedDocumentString(`
+    fragment DashboardStamp on Status {
+  seq
+  composedAt
+  heardUntil
+  tookMs
+  trigger
+}
+    `, {"fragmentName":"DashboardStamp"}) as unknown as TypedDocumentString<DashboardStampFragment, unknown>;
 export const DashboardMachineFragmentDoc = new TypedDocumentString(`
     fragment DashboardMachine on MachineStatus {
   name
@@ -587,6 +643,138 @@ export const DashboardHandActAddedDocument = new TypedDocumentString(`
   why
   cause
 }`, {"hash":"sha256:4ea4865bc536352a94f39e4d181cf9a23cacbf410358b97b00587df32d12f3ed"}) as unknown as TypedDocumentString<DashboardHandActAddedSubscription, DashboardHandActAddedSubscriptionVariables>;
+export const DashboardSizeDocument = new TypedDocumentString(`
+    query DashboardSize {
+  status {
+    seq
+    sitesUnlisted
+    sites {
+      ...DashboardSiteCount
+    }
+  }
+}
+    fragment DashboardSiteCount on SiteCount {
+  site
+  up
+  late
+  silent
+}`, {"hash":"sha256:86cba1d873bcb192d9d8d633d91e9b91af39793be603042c1b873828d23cbb8f"}) as unknown as TypedDocumentString<DashboardSizeQuery, DashboardSizeQueryVariables>;
+export const DashboardSitesDocument = new TypedDocumentString(`
+    subscription DashboardSites($everyMs: Int) {
+  status(everyMs: $everyMs) {
+    ...DashboardStamp
+    callsRunning
+    handActsThisWeek
+    sitesUnlisted
+    sites {
+      ...DashboardSiteCount
+    }
+    plans {
+      ...DashboardPlan
+    }
+    repeatedCauses {
+      ...DashboardCause
+    }
+  }
+}
+    fragment DashboardSiteCount on SiteCount {
+  site
+  up
+  late
+  silent
+}
+fragment DashboardStamp on Status {
+  seq
+  composedAt
+  heardUntil
+  tookMs
+  trigger
+}
+fragment DashboardPlan on PlanStatus {
+  id
+  seat
+  build
+  state
+  tier
+  tiers
+  stopReason
+  openedAt
+  endedAt
+  behind
+}
+fragment DashboardCause on RepeatedCauseStatus {
+  cause
+  count
+  firstAt
+  lastAt
+}`, {"hash":"sha256:1d268400e1d2a5a92d7b852160d2938926823757ef7964acffa7465089f12798"}) as unknown as TypedDocumentString<DashboardSitesSubscription, DashboardSitesSubscriptionVariables>;
+export const DashboardSiteDocument = new TypedDocumentString(`
+    subscription DashboardSite($site: String, $everyMs: Int) {
+  status(everyMs: $everyMs) {
+    ...DashboardStamp
+    machines(site: $site) {
+      ...DashboardMachine
+    }
+  }
+}
+    fragment DashboardStamp on Status {
+  seq
+  composedAt
+  heardUntil
+  tookMs
+  trigger
+}
+fragment DashboardMachine on MachineStatus {
+  name
+  site
+  state
+  lastHeardAt
+  modules
+  holdings {
+    seat
+    module
+    derived
+  }
+}`, {"hash":"sha256:8222c808c9972aceea3a90fd139c30b3e07e3c39ed18b5e6d2f0879c435cdbcc"}) as unknown as TypedDocumentString<DashboardSiteSubscription, DashboardSiteSubscriptionVariables>;
+export const DashboardPastSitesDocument = new TypedDocumentString(`
+    query DashboardPastSites($at: DateTime) {
+  statusAt(at: $at) {
+    seq
+    composedAt
+    sitesUnlisted
+    sites {
+      ...DashboardSiteCount
+    }
+  }
+}
+    fragment DashboardSiteCount on SiteCount {
+  site
+  up
+  late
+  silent
+}`, {"hash":"sha256:e41939ba0db3283c3e88cd45ed1718865a8737c2f90025f526624a2f182aab59"}) as unknown as TypedDocumentString<DashboardPastSitesQuery, DashboardPastSitesQueryVariables>;
+export const DashboardPastSiteDocument = new TypedDocumentString(`
+    query DashboardPastSite($at: DateTime, $site: String) {
+  statusAt(at: $at) {
+    seq
+    composedAt
+    machines(site: $site) {
+      ...DashboardMachine
+    }
+  }
+}
+    fragment DashboardMachine on MachineStatus {
+  name
+  site
+  state
+  lastHeardAt
+  modules
+  holdings {
+    seat
+    module
+    derived
+  }
+}`, {"hash":"sha256:f7723e282e2506a7049e331fa6684c5299063239ed8e73da41d4809a2196dde8"}) as unknown as TypedDocumentString<DashboardPastSiteQuery, DashboardPastSiteQueryVariables>;
 export const DashboardDocument = new TypedDocumentString(`
     subscription Dashboard($after: Int) {
   statusChanges(after: $after) {

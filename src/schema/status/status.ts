@@ -1,6 +1,7 @@
 import type { Composition, HolderStatus, MachineStatus, PlanStatus, RepeatedCauseStatus, SeatStatus } from '../../services/status/composition.js';
 import { currentStatus, followLatest } from '../../services/status/live/latest.js';
 import { judgeEveryMs } from '../../services/status/live/subscription.js';
+import { SITES_LISTED_MAX, type SiteCount, siteCounts, siteMachines } from '../../services/status/sites.js';
 import { MachineStateEnum } from '../machines/machine.js';
 import { builder } from '../support/builder.js';
 import { mapLive, markSeq } from '../support/live.js';
@@ -73,6 +74,16 @@ export const RepeatedCauseStatusRef = builder.objectRef<RepeatedCauseStatus>('Re
   }),
 });
 
+const SiteCountRef = builder.objectRef<SiteCount>('SiteCount').implement({
+  description: "A site's machines counted by state, as one composition saw them.",
+  fields: (t) => ({
+    site: t.exposeString('site', { nullable: true, description: 'The site; null for the machines that name none.' }),
+    up: t.exposeInt('up'),
+    late: t.exposeInt('late'),
+    silent: t.exposeInt('silent'),
+  }),
+});
+
 export const StatusRef = builder.objectRef<Composition>('Status').implement({
   description:
     'The whole mesh at one instant, composed by the serving replica after news, acting verbs and plan changes (at most a few a second) and every minute.',
@@ -95,7 +106,21 @@ export const StatusRef = builder.objectRef<Composition>('Status').implement({
       description:
         'What asked for it, the triggers coalesced into it comma-separated: start, takeover, news, build, acted, plan, state-change (a machine crossed into LATE or SILENT), minute, replica-joined.',
     }),
-    machines: t.field({ type: [MachineStatusRef], resolve: (c) => c.machines }),
+    machines: t.field({
+      type: [MachineStatusRef],
+      description: 'The machines by name. `site`: only the machines of that site; null: only those of no site; absent: every machine.',
+      args: { site: t.arg.string({ description: 'A site: only its machines (null: the machines of no site).' }) },
+      resolve: (c, args) => (args.site === undefined ? c.machines : siteMachines(c, args.site)),
+    }),
+    sites: t.field({
+      type: [SiteCountRef],
+      description: `Each site's machines counted by state: by site in code-unit order, the machines of no site last (site null). At most ${SITES_LISTED_MAX.toLocaleString('en-US')} sites; sitesUnlisted counts any past that. Counted once per composition.`,
+      resolve: (c) => siteCounts(c).sites,
+    }),
+    sitesUnlisted: t.int({
+      description: `Sites left out of \`sites\`, past its ${SITES_LISTED_MAX.toLocaleString('en-US')}: 0 unless the mesh has more sites than that.`,
+      resolve: (c) => siteCounts(c).unlisted,
+    }),
     seats: t.field({ type: [SeatStatusRef], resolve: (c) => c.seats }),
     unheldSeats: t.exposeStringList('unheldSeats', { description: 'Seats with no holder, on record or derived.' }),
     callsRunning: t.exposeInt('callsRunning'),
