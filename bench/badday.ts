@@ -1,10 +1,20 @@
-import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { type ChildGateway, spawnGateway } from '../test/fixtures/child.js';
-import { startNatsServer } from '../test/fixtures/nats-server.js';
-import { alive, metric, quantile, rssOf, serving, sleep, startMesh, TOOK_LEASE } from './bad-day-kit.js';
+import {
+  alive,
+  anotherServes,
+  machineName,
+  metric,
+  quantile,
+  ReplicaUse,
+  serving,
+  sleep,
+  startBadDayWorld,
+  startMesh,
+  stoppedBoundaries,
+  TOOK_LEASE,
+} from './bad-day-kit.js';
 import { bundledChildGateway } from './compiled.js';
-import { ADMIN_URL, admin } from './databases.js';
 
 // A bad day at scale (issue 19): MACHINES machines beating every 10 s (10,000 beats a second at
 // 100,000), two replicas on one PostgreSQL and a NATS server of the bench's own; the serving
@@ -13,7 +23,7 @@ import { ADMIN_URL, admin } from './databases.js';
 // SILENT machine-seconds (machines that kept beating shown not UP), false UP (a stopped machine
 // shown UP or LATE after it was shown SILENT), how late machines that really
 // stopped were shown LATE and SILENT past their boundaries, the news lag p50/p99, each replica's
-// RSS, and the takeover times.
+// RSS and CPU-seconds, the replicas' CPU per beat, and the takeover times.
 const QUICK = process.env.BENCH_QUICK === '1';
 const MACHINES = Number(process.env.BENCH_MACHINES ?? (QUICK ? 10_000 : 100_000));
 const HEARTBEAT_S = 10;
@@ -29,7 +39,10 @@ const END_AT_S = QUICK ? 130 : 190;
 const LATE_MS = 1.5 * HEARTBEAT_S * 1000;
 const SILENT_MS = 6 * HEARTBEAT_S * 1000;
 
-const name = (i: number) => `bd-${String(i).padStart(6, '0')}`;
+const NAMES = { prefix: 'bd-', digits: 6 };
+const name = (i: number) => machineName(NAMES, i);
+/** How long the histories of the stopped machines may take to read after the run. */
+const HISTORY_READ_MS = 300_000;
 const stops = (machine: string) => Number(machine.slice(3)) % STOPPED_EVERY === 0;
 
 let phase = 'warm-up';
@@ -96,22 +109,12 @@ export async function run(): Promise<string> {
       .map((l) => l.toFixed(2))
       .join(' ')}`,
   );
-  const database = `bench_badday_${randomBytes(4).toString('hex')}`;
-  await admin(`create database "${database}"`);
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${database}`;
-  const nats = await startNatsServer();
-  const env = {
-    DATABASE_URL: url.toString(),
-    NATS_URL: nats.url,
-    MESH_CONTROLLER: `badday_${randomBytes(3).toString('hex')}`,
-    MESH_SUBJECTS: `badday_${randomBytes(3).toString('hex')}`,
-    MESH_HEARTBEAT_S: String(HEARTBEAT_S),
-    PORT: '0',
-  };
+  const world = await startBadDayWorld('badday', HEARTBEAT_S);
+  const { env, nats } = world;
   const gateways: ChildGateway[] = [];
   // Two threads past 20,000 machines: 10,000 JSON beats a second is most of a core.
   const mesh = startMesh({
+    ...NAMES,
     natsUrl: nats.url,
     subjects: env.MESH_SUBJECTS,
     heartbeatS: HEARTBEAT_S,
@@ -120,7 +123,7 @@ export async function run(): Promise<string> {
     stoppedEvery: STOPPED_EVERY,
     threads: MACHINES > 20_000 ? 2 : 1,
   });
-  const rss = new Map<string, number>();
+  const use = new ReplicaUse();
   const samples: Sample[] = [];
   let sampling = true;
   try {
@@ -130,10 +133,7 @@ export async function run(): Promise<string> {
         const started = Date.now();
         const read = await Promise.all(gateways.filter(alive).map(sample));
         for (const s of read) if (s) samples.push(s);
-        for (const g of gateways.filter(alive)) {
-          const bytes = rssOf(g.pid);
-          if (bytes) rss.set(g.replica, Math.max(rss.get(g.replica) ?? 0, bytes));
-        }
+        use.read(gateways);
         await sleep(Math.max(0, 1_000 - (Date.now() - started)));
       }
     })();
@@ -148,6 +148,10 @@ export async function run(): Promise<string> {
     }
     log(`warm: ${MACHINES} machines UP on both replicas after ${((Date.now() - warm) / 1000).toFixed(0)} s`);
     const falseBefore = samples.length;
+    // CPU per beat from here to the end: every replica's CPU-seconds over the beats the mesh sent meanwhile.
+    use.read(gateways);
+    const cpuAtWarm = use.cpuTotal();
+    const sentAtWarm = mesh.sent();
 
     mesh.stop();
     phase = 'steady';
@@ -162,12 +166,7 @@ export async function run(): Promise<string> {
     await killed.kill('SIGKILL');
     gateways.push(await spawnGateway(env));
     const survivor = gateways.find((g) => g !== killed && alive(g) && g.output().includes(TOOK_LEASE));
-    let takeoverMs: number | undefined;
-    for (let i = 0; i < 200 && takeoverMs === undefined; i++) {
-      const taker = gateways.find((g) => g !== killed && serving(g));
-      if (taker) takeoverMs = Date.now() - killedAt;
-      else await sleep(50);
-    }
+    const takeoverMs = await anotherServes(gateways, killed, killedAt, 10_000);
     log(`SIGKILL of the serving replica: another served after ${takeoverMs} ms (${survivor ? 'survivor' : 'see logs'})`);
 
     await at(FREEZE_AT_S);
@@ -175,11 +174,7 @@ export async function run(): Promise<string> {
     phase = 'freeze';
     frozen.child.kill('SIGSTOP');
     const frozenAt = Date.now();
-    let freezeTakeoverMs: number | undefined;
-    for (let i = 0; i < 400 && freezeTakeoverMs === undefined; i++) {
-      if (gateways.some((g) => g !== frozen && serving(g))) freezeTakeoverMs = Date.now() - frozenAt;
-      else await sleep(50);
-    }
+    const freezeTakeoverMs = await anotherServes(gateways, frozen, frozenAt, 20_000);
     log(`SIGSTOP of the serving replica: another served after ${freezeTakeoverMs} ms`);
     await at(FREEZE_AT_S + FREEZE_S);
     frozen.child.kill('SIGCONT');
@@ -194,25 +189,15 @@ export async function run(): Promise<string> {
     sampling = false;
     await reading;
 
+    use.read(gateways);
+    const cpuS = use.cpuTotal() - cpuAtWarm;
+    const beats = mesh.sent() - sentAtWarm;
+
     // How late stopped machines were shown, from their history (every composition).
     const answering = gateways.find(alive)!;
-    const lateBy: number[] = [];
-    let falseUpInHistory = 0;
-    const silentBy: number[] = [];
-    const HISTORY = 'query($name: String!) { machineHistory(name: $name) { ... on QueryMachineHistorySuccess { data { at state lastHeardAt } } } }';
-    for (let i = 0; i < MACHINES; i += STOPPED_EVERY * Math.max(1, Math.floor(MACHINES / STOPPED_EVERY / 50))) {
-      const { data } = await answering.gql(HISTORY, { name: name(i) });
-      const changes: { at: string; state: string | null; lastHeardAt: string | null }[] = data?.machineHistory?.data ?? [];
-      const { data: m } = await answering.gql('query($n: String!) { machine(name: $n) { lastHeardAt } }', { n: name(i) });
-      const last = Date.parse(m.machine.lastHeardAt);
-      const late = changes.find((c) => c.state === 'LATE');
-      const silent = changes.find((c) => c.state === 'SILENT');
-      if (late) lateBy.push(Date.parse(late.at) - last - LATE_MS);
-      if (silent) silentBy.push(Date.parse(silent.at) - last - SILENT_MS);
-      // A false UP: shown UP or LATE in a composition after one showed it SILENT (it never beat again).
-      const silentAt = changes.findIndex((c) => c.state === 'SILENT');
-      if (silentAt >= 0) falseUpInHistory += changes.slice(silentAt + 1).filter((c) => c.state !== null && c.state !== 'SILENT').length;
-    }
+    const stoppedRead: string[] = [];
+    for (let i = 0; i < MACHINES; i += STOPPED_EVERY * Math.max(1, Math.floor(MACHINES / STOPPED_EVERY / 50))) stoppedRead.push(name(i));
+    const { lateBy, silentBy, falseUpInHistory } = await stoppedBoundaries(answering, stoppedRead, { lateMs: LATE_MS, silentMs: SILENT_MS }, HISTORY_READ_MS);
     // ...and in the samples: a stopped machine shown UP or LATE at a seq after one that showed it SILENT, on any replica.
     const silentSince = new Map<string, number>();
     let falseUpSamples = 0;
@@ -242,7 +227,9 @@ export async function run(): Promise<string> {
       `| stopped machines shown LATE past the boundary, p50 / max (ms) | ${quantile(lateBy, 0.5)} / ${Math.max(...lateBy)} (${lateBy.length} read) | ≤ 1,000 |`,
       `| stopped machines shown SILENT past the boundary, p50 / max (ms) | ${quantile(silentBy, 0.5)} / ${Math.max(...silentBy)} (${silentBy.length} read) | ≤ 1,000 |`,
       `| news lag p50 / p99 / max (s) | ${quantile(lags, 0.5)} / ${quantile(lags, 0.99)} / ${Math.max(...lags)} | |`,
-      `| RSS max per replica (MB) | ${[...rss].map(([r, b]) => `${r}: ${Math.round(b / 2 ** 20)}`).join(', ')} | < 1,024 |`,
+      `| RSS max per replica (MB) | ${use.rssCell()} | < 1,024 |`,
+      `| CPU-seconds per replica, the whole run | ${use.cpuCell()} | |`,
+      `| replicas' CPU per beat sent, warm to end | ${((cpuS * 1e6) / beats).toFixed(0)} µs (${cpuS.toFixed(1)} CPU-s, ${beats} beats) | half of issue 37's first figure |`,
       `| takeover after SIGKILL / SIGSTOP (ms) | ${takeoverMs} / ${freezeTakeoverMs} | < 5,000 |`,
     ].join('\n');
   } finally {
@@ -252,7 +239,6 @@ export async function run(): Promise<string> {
       g.child.kill('SIGCONT');
       await g.kill('SIGKILL');
     }
-    await nats.stop();
-    await admin(`drop database if exists "${database}" with (force)`).catch(() => undefined);
+    await world.end();
   }
 }
