@@ -1,22 +1,27 @@
 import { query, Refused } from './api.js';
 import { byId, clock, el } from './dom.js';
-import {
-  DashboardCountsDocument,
-  DashboardMachineHistoryDocument,
-  DashboardPastDocument,
-  type MachineState,
-  type DashboardStatusFragment as Status,
-} from './generated/graphql.js';
+import { DashboardCountsDocument, DashboardMachineHistoryDocument, type MachineState } from './generated/graphql.js';
 import { machineHistoryStrip } from './history-strip.js';
 import type { MachineGrid } from './machines.js';
 import { Timeline } from './timeline.js';
 import { type View, writeView } from './view.js';
 
+/** What the page shows of the mesh at an instant, once asked: `show` draws it, unless a newer look back was asked meanwhile. */
+export interface Past {
+  seq: number;
+  composedAt: string;
+  show(): void;
+}
+
 export interface LookBackOptions {
   endpoint: string;
   machines: MachineGrid;
-  /** The live composition held. */
-  live(): Status | undefined;
+  /** Narrows what the page shows (the grid; the sites too in the large mesh's view); answers how many machines it leaves. */
+  filter(text: string, state: MachineState | ''): number;
+  /** Asks the mesh as it was at `at` (the whole grid, or the large mesh's sites or site open); null when nothing is kept then. */
+  past(at: string): Promise<Past | null>;
+  /** Shows the live mesh again. */
+  showLive(): void;
   onRefused(): void;
 }
 
@@ -48,7 +53,7 @@ export class LookBack {
       const start = performance.now();
       this.view.q = this.filterText.value || undefined;
       this.view.state = (this.filterState.value || undefined) as MachineState | undefined;
-      this.showFiltered(options.machines.setFilter(this.filterText.value, (this.filterState.value || '') as MachineState | ''));
+      this.showFiltered(options.filter(this.filterText.value, (this.filterState.value || '') as MachineState | ''));
       if (performance.getEntriesByType('measure').length >= MEASURES_KEPT) performance.clearMeasures();
       performance.measure('mesh:filter', { start, end: performance.now() });
       writeView(this.view);
@@ -67,7 +72,7 @@ export class LookBack {
     this.view = { ...view };
     this.filterText.value = view.q ?? '';
     this.filterState.value = view.state ?? '';
-    if (view.q || view.state) this.showFiltered(this.options.machines.setFilter(view.q ?? '', view.state ?? ''));
+    if (view.q || view.state) this.showFiltered(this.options.filter(view.q ?? '', view.state ?? ''));
     if (view.machine) this.options.machines.choose(view.machine);
     if (view.at) void this.showPast(view.at);
     void this.guard(async () => {
@@ -87,8 +92,15 @@ export class LookBack {
     return this.view.at !== undefined;
   }
 
+  /** The site open in the large mesh's view, kept in the address (undefined: none, the table of sites). */
+  viewSite(site: string | undefined): void {
+    this.view.site = site;
+    writeView(this.view);
+    if (this.view.at) void this.showPast(this.view.at);
+  }
+
   /** Each live composition: its counts extend the timeline. */
-  heard(status: Status, counts: Readonly<Record<MachineState, number>>): void {
+  heard(status: { composedAt: string }, counts: Readonly<Record<MachineState, number>>): void {
     this.timeline.live({ at: status.composedAt, up: counts.UP, late: counts.LATE, silent: counts.SILENT });
   }
 
@@ -102,14 +114,13 @@ export class LookBack {
     this.bannerText.textContent = `Looking up the mesh at ${clock(at)}…`;
     await this.guard(
       async () => {
-        const data = await query(this.options.endpoint, DashboardPastDocument, { at });
+        const past = await this.options.past(at);
         if (mine !== this.asked || this.view.at !== at) return;
-        const past = data.statusAt;
         if (!past) {
           this.bannerText.textContent = `Nothing kept at ${clock(at)}: the history does not reach back that far.`;
           return;
         }
-        this.options.machines.replace(past.machines);
+        past.show();
         this.bannerText.textContent = `Viewing the past: the mesh at ${clock(at)} (composition ${past.seq}, composed ${clock(past.composedAt)}). Live changes are not shown.`;
         this.banner.dataset.seq = String(past.seq);
       },
@@ -119,7 +130,7 @@ export class LookBack {
     );
   }
 
-  /** One click back to live: the grid shows the live composition again. */
+  /** One click back to live: the page shows the live composition again. */
   backToLive(): void {
     this.asked++;
     this.view.at = undefined;
@@ -127,7 +138,7 @@ export class LookBack {
     this.banner.hidden = true;
     delete this.banner.dataset.seq;
     this.timeline.mark(undefined);
-    this.options.machines.replace(this.options.live()?.machines ?? []);
+    this.options.showLive();
   }
 
   private async showHistory(name: string | undefined): Promise<void> {

@@ -3,7 +3,8 @@ import { ago, byId, clock, el } from './dom.js';
 import type { MachineState, DashboardMachineFragment as MachineStatus } from './generated/graphql.js';
 
 const STATES: MachineState[] = ['UP', 'LATE', 'SILENT'];
-const NO_SITE = '(no site)';
+/** How the machines of no site are named on the page (never a site's name: names hold no parentheses). */
+export const NO_SITE = '(no site)';
 type Counts = Record<MachineState, number>;
 const zero = (): Counts => ({ UP: 0, LATE: 0, SILENT: 0 });
 
@@ -29,7 +30,8 @@ function lowerBound(list: string[], name: string): number {
   return lo;
 }
 
-function renderCounts(target: HTMLElement, counts: Counts): void {
+/** Writes UP / LATE / SILENT badges, each with its figure in `data-count` (what the tests and a person read). */
+export function renderCounts(target: HTMLElement, counts: Counts): void {
   target.replaceChildren(
     ...STATES.map((state) => {
       const badge = el('span', `count ${state}`, `${counts[state]} ${state}`);
@@ -51,6 +53,8 @@ export class MachineGrid {
   private readonly sites = new Map<string, Site>();
   private totals = zero();
   private selected: string | undefined;
+  /** Whether the grid writes its counts as the mesh's totals (the large mesh's view writes the sites' instead). */
+  private totalsShown = true;
   /** What the grid shows: every machine whose name or site holds `text` and whose state is `state`, when given. */
   private filter: { text: string; state: MachineState | '' } = { text: '', state: '' };
   /** Told of each machine chosen (undefined: none), by a click or `choose`. */
@@ -80,6 +84,11 @@ export class MachineGrid {
   /** How many machines each state holds, in all. */
   counts(): Readonly<Record<MachineState, number>> {
     return this.totals;
+  }
+
+  /** The large mesh's view shows one site in the grid: the totals beside "Machines" are then the sites', not the grid's. */
+  showTotals(shown: boolean): void {
+    this.totalsShown = shown;
   }
 
   /** Chooses a machine (a link's, or the URL's), or none; not a toggle. */
@@ -161,7 +170,7 @@ export class MachineGrid {
       renderCounts(site.countsEl, site.counts);
       if (this.filtering()) this.refreshSite(site);
     }
-    renderCounts(this.totalsEl, this.totals);
+    if (this.totalsShown) renderCounts(this.totalsEl, this.totals);
     this.refreshDetail();
   }
 
@@ -190,7 +199,7 @@ export class MachineGrid {
       renderCounts(site.countsEl, site.counts);
       if (this.filtering()) this.refreshSite(site);
     }
-    if (touched.size) renderCounts(this.totalsEl, this.totals);
+    if (touched.size && this.totalsShown) renderCounts(this.totalsEl, this.totals);
     if (this.selected && (changes.changed?.some((m) => m.name === this.selected) || changes.removed.includes(this.selected))) this.refreshDetail();
   }
 

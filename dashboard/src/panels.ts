@@ -144,7 +144,7 @@ export function renderHandActs(count: number, causes: RepeatedCause[], acts: Han
 const BEHIND_SHOWN_MS = 5_000;
 
 /** The composition line of the header: seq, when composed, how long it took, and whether the page or the gateway is behind. */
-export function renderComposition(status: Status | undefined, behindAfterMs: number): void {
+export function renderComposition(status: Pick<Status, 'seq' | 'composedAt' | 'heardUntil' | 'tookMs'> | undefined, behindAfterMs: number): void {
   const target = byId('composition');
   if (!status) return void (target.textContent = 'no composition yet');
   const age = Date.now() - Date.parse(status.composedAt);

@@ -1,10 +1,12 @@
 import type { MachineState } from './generated/graphql.js';
 
-/** What the page shows, kept in its address so that a link shows a colleague the same: the instant, the machine, the filter. */
+/** What the page shows, kept in its address so that a link shows a colleague the same: the instant, the machine, the site open, the filter. */
 export interface View {
   /** An instant of the past (ISO); absent: live. */
   at?: string;
   machine?: string;
+  /** The site open in the large mesh's view ("(no site)": the machines of no site). */
+  site?: string;
   q?: string;
   state?: MachineState;
 }
@@ -18,6 +20,7 @@ export function readView(): View {
   return {
     at: at && !Number.isNaN(Date.parse(at)) ? new Date(at).toISOString() : undefined,
     machine: params.get('machine') || undefined,
+    site: params.get('site') || undefined,
     q: params.get('q') || undefined,
     state: state && STATES.has(state) ? (state as MachineState) : undefined,
   };
@@ -26,7 +29,7 @@ export function readView(): View {
 /** Writes the view into the address without a reload; the hash and other parameters stay. */
 export function writeView(view: View): void {
   const url = new URL(location.href);
-  for (const key of ['at', 'machine', 'q', 'state'] as const) {
+  for (const key of ['at', 'machine', 'site', 'q', 'state'] as const) {
     const value = view[key];
     if (value) url.searchParams.set(key, value);
     else url.searchParams.delete(key);
