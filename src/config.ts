@@ -18,6 +18,8 @@ export interface Config {
   kvReplicas: number;
   /** MESH_KV_WRITE_RETRY_S: how long a call record or hand-act write is retried while its stream has no leader (or NATS is away) before the act is refused UNAVAILABLE. */
   kvWriteRetrySeconds: number;
+  /** MESH_OUTBOX_CLAIM_S: how long a replica holds the outbox rows it is relaying; a replica killed mid-relay leaves them to another once this lapses. */
+  outboxClaimSeconds: number;
   natsUser: string | undefined;
   natsPassword: string | undefined;
   /** The controller's seat name and the prefix of its buckets. */
@@ -86,6 +88,14 @@ const CHECKPOINT_S = 300;
  * reconnect within one wait), then the act is refused UNAVAILABLE.
  */
 const KV_WRITE_RETRY_S = 15;
+/**
+ * A replica's claim on the outbox rows it relays lasts this long: longer than one put's time-out
+ * (5 s), so a live relay keeps its claim mid-put; a replica killed mid-relay leaves its rows to
+ * another after it (services/outbox/outbox.ts).
+ */
+const OUTBOX_CLAIM_S = 10;
+/** A claim shorter than this would lapse between a relay's claim and its first put: refused as a typo. */
+const OUTBOX_CLAIM_MIN_S = 1;
 /** The hosts a MESH_JWKS_URL may reach over plain `http:`: this machine only (tests, a local issuer); anywhere else, keys over plain HTTP could be swapped. */
 const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
 
@@ -195,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     natsUrl: natsServers(env, 'NATS_URL'),
     kvReplicas: replicas(env, 'MESH_KV_REPLICAS'),
     kvWriteRetrySeconds: int(env, 'MESH_KV_WRITE_RETRY_S', KV_WRITE_RETRY_S, 0.1),
+    outboxClaimSeconds: int(env, 'MESH_OUTBOX_CLAIM_S', OUTBOX_CLAIM_S, OUTBOX_CLAIM_MIN_S),
     natsUser: env.NATS_USER || undefined,
     natsPassword: env.NATS_PASSWORD || undefined,
     controller: name(env, 'MESH_CONTROLLER', 'mesh-controller'),

@@ -20,9 +20,10 @@ import type { RecordBucket } from '../hand-acts/outbox-write.js';
 /** A replica's relay looks for rows to relay this often (and at once after each act it commits). */
 const RELAY_EVERY_MS = 1_000;
 /**
- * A claimed row is this replica's to relay for this long: a replica killed mid-relay frees its rows
- * when it lapses, and another relays them. Longer than one put's time-out (5 s) so a live relay
- * never loses its claim mid-put.
+ * A claimed row is this replica's to relay for this long (MESH_OUTBOX_CLAIM_S, config.ts): a replica
+ * killed mid-relay frees its rows when it lapses, and another relays them. Longer than one put's
+ * time-out (5 s) so a live relay never loses its claim mid-put; were it lost, the other replica's put
+ * of the same record finds it there (putHandAct, putRelayedCall) and the record is seen once.
  */
 const RELAY_CLAIM_MS = 10_000;
 /** Rows claimed at once by one pass of a relay. */
@@ -38,7 +39,8 @@ export interface OutboxMesh {
   db: Kysely<DB>;
   buckets: Pick<Buckets, 'handActs' | 'calls'>;
   views: { handActs: KvView<HandAct>; calls: KvView<CallSummary> };
-  config: { replica: string };
+  /** `outboxClaimSeconds`: MESH_OUTBOX_CLAIM_S (RELAY_CLAIM_MS when absent). */
+  config: { replica: string; outboxClaimSeconds?: number };
   logger?: Logger;
 }
 
@@ -126,8 +128,9 @@ async function putHandAct(mesh: OutboxMesh, row: OutboxRow): Promise<void> {
  */
 async function relayRecords(mesh: OutboxMesh, ids?: readonly string[]): Promise<number> {
   const only = ids ? sql`and id = any(${[...ids]}::text[])` : sql``;
+  const claimMs = mesh.config.outboxClaimSeconds === undefined ? RELAY_CLAIM_MS : Math.round(mesh.config.outboxClaimSeconds * 1000);
   const claimed = await sql<OutboxRow>`
-    update record_outbox set claimed_until = now() + ${`${RELAY_CLAIM_MS} milliseconds`}::interval
+    update record_outbox set claimed_until = now() + ${`${claimMs} milliseconds`}::interval
      where seq in (select seq from record_outbox
                     where (claimed_until is null or claimed_until < now()) ${only}
                     order by seq limit ${RELAY_BATCH} for update skip locked)

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, expect, test } from 'vitest';
+import { loadConfig } from '../../../src/config.js';
 import { type ChildGateway, spawnGateway } from '../../fixtures/child.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { useNatsServer } from '../../fixtures/nats-server.js';
@@ -8,9 +9,11 @@ import { DEFINE_SEAT } from '../../fixtures/operations.js';
 // The act and its record commit together (issue 35): a NATS of the file's own is stopped between
 // an act's commit and its hand-act's put, and the replica that committed it is SIGKILLed.
 const nats = useNatsServer();
-// Writes are retried 3 s while NATS is away (MESH_KV_WRITE_RETRY_S, 15 s by default): what these tests
-// judge happens after the retry gives up, whatever its length.
-const { gw: b, env } = useGateway('outbox', { env: () => ({ NATS_URL: nats.url, MESH_KV_WRITE_RETRY_S: '3' }) });
+// Writes are retried 3 s while NATS is away (MESH_KV_WRITE_RETRY_S, 15 s by default), and a relay's
+// claim on its rows lapses after 2 s (MESH_OUTBOX_CLAIM_S, 10 s by default): what these tests judge
+// happens after the retry gives up and after a dead replica's claim lapses, whatever their length.
+const SHORT_WAITS = { MESH_KV_WRITE_RETRY_S: '3', MESH_OUTBOX_CLAIM_S: '2' };
+const { gw: b, env } = useGateway('outbox', { env: () => ({ NATS_URL: nats.url, ...SHORT_WAITS }) });
 let a: ChildGateway | undefined;
 afterAll(async () => {
   await a?.kill('SIGKILL').catch(() => undefined);
@@ -32,8 +35,9 @@ test('seats defined while NATS is away are answered as defined, and each hand-ac
   await nats.kill();
   const names = [1, 2, 3, 4, 5].map((i) => `nats-away-${i}`);
   try {
-    for (const name of names) {
-      const answer = await b.gql(DEFINE_SEAT, { input: { name } });
+    // At once: each answers after waiting at most DELIVER_WAIT_MS (1.5 s) for its own record's put.
+    const answers = await Promise.all(names.map((name) => b.gql(DEFINE_SEAT, { input: { name } })));
+    for (const answer of answers) {
       expect(answer.errors).toBeUndefined();
       expect(answer.data.defineSeat.__typename).toBe('MutationDefineSeatSuccess');
     }
@@ -48,7 +52,7 @@ test('seats defined while NATS is away are answered as defined, and each hand-ac
 }, 90_000);
 
 test("an act committed by a replica SIGKILLed before its hand-act's put is relayed by another replica, once", async () => {
-  a = await spawnGateway({ ...env.env, NATS_URL: nats.url });
+  a = await spawnGateway({ ...env.env, NATS_URL: nats.url, ...SHORT_WAITS });
   await nats.kill();
   let answer: { data?: any; errors?: unknown[] };
   try {
@@ -88,3 +92,9 @@ test('an acting verb while NATS is away is refused UNAVAILABLE naming NATS, not 
   expect(JSON.stringify(refused)).toMatch(/NATS is unavailable: retireSeat was not done/);
   expect((await b.gql(`{ seat(name: "kept-while-away") { name } }`)).data.seat).toEqual({ name: 'kept-while-away' });
 }, 90_000);
+
+test('MESH_OUTBOX_CLAIM_S is 10 s unless set, and a claim under 1 s is refused naming the variable', () => {
+  expect(loadConfig({}).outboxClaimSeconds).toBe(10);
+  expect(loadConfig({ MESH_OUTBOX_CLAIM_S: '2' }).outboxClaimSeconds).toBe(2);
+  expect(() => loadConfig({ MESH_OUTBOX_CLAIM_S: '0.5' })).toThrow(/MESH_OUTBOX_CLAIM_S must be a number ≥ 1, got "0.5"/);
+});
