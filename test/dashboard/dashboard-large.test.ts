@@ -22,6 +22,8 @@ const ALIVE = new Map<string, string | null>([
 ]);
 /** LATE past 3 s, SILENT past 12 s without a heartbeat. */
 const HEARTBEAT_S = '2';
+/** When the page showed every machine UP, by its own clock. */
+let allUpAt: string;
 
 beforeAll(async () => {
   env = await testEnv('dash_large');
@@ -58,6 +60,7 @@ test('past the large size the page shows the counts by site first, and a site’
   expect(await rows()).toEqual(['north', 'south', '(no site)']);
   expect(await page.locator('#machine-counts .count[data-state="UP"]').getAttribute('data-count')).toBe('6');
   expect(await page.locator('#large-mesh').textContent()).toContain('6 machines over 3 sites');
+  allUpAt = new Date().toISOString();
   // No machine's cell is drawn until a site is opened.
   expect(await cells()).toEqual([]);
 
@@ -99,6 +102,20 @@ test('past the large size the page shows the counts by site first, and a site’
   await browser.screenshot('dashboard-large.png');
   expect(browser.foreign).toEqual([]);
 }, 120_000);
+
+test('the large mesh’s view looks back: the counts by site as they were, then the open site’s grid as it was, and back to live', async () => {
+  const { page } = browser;
+  await page.goto(`${origin}/?large=3&at=${encodeURIComponent(allUpAt)}`);
+  await expect.poll(() => page.locator('#viewing-past').getAttribute('data-seq'), { timeout: 20_000 }).toMatch(/^\d+$/);
+  // South as it was: both machines UP, s3 not there yet.
+  await expect.poll(() => siteCount('south', 'SILENT'), { timeout: 10_000 }).toBe('0');
+  expect(await siteCount('south', 'UP')).toBe('2');
+  await page.locator('#site-table tr[data-site="south"]').click();
+  await expect.poll(cells, { timeout: 10_000 }).toEqual(['s1:UP', 's2:UP']);
+  await page.locator('#back-to-live').click();
+  await expect.poll(cells, { timeout: 10_000 }).toEqual(['s1:UP', 's2:SILENT', 's3:UP']);
+  expect(new URL(page.url()).searchParams.get('at')).toBeNull();
+}, 60_000);
 
 test('below the large size the page draws every machine as it always did, with no table of sites', async () => {
   const { page } = browser;
