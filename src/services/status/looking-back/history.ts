@@ -10,6 +10,8 @@ import type { Placed } from './stream-directory.js';
 
 /** Compositions rebuilt by `statusAt` kept by seq (least recently asked dropped first): a handful of incident screens. */
 export const STATUS_AT_CACHE_MAX = 16;
+/** ...holding at most this many machines in all (the one asked last always kept): at 1,000,000 machines a composition is about 300 MB. */
+export const STATUS_AT_CACHE_MACHINES_MAX = 1_000_000;
 /** A stream message missing (deleted) is stepped over up to this many times when searching. */
 const HOLES_MAX = 32;
 
@@ -161,6 +163,9 @@ export class StatusHistory {
     }
     const { first } = await this.bounds();
     if (place.snapshot < first) throw new NotFound('composition the status history still holds', label);
+    // Heard in the last minutes: rebuilt in memory from the window's checkpoint before it, no stream read, no parse.
+    const recent = index.recent?.composition(seq);
+    if (recent) return recent;
     const checkpoint = this.checkpointFor(index, place);
     if (checkpoint) {
       const rebuilt = await this.replay(checkpoint.end + 1, place.end, checkpoint.composition).catch(() => undefined);
@@ -186,7 +191,13 @@ export class StatusHistory {
   private keep(composition: Composition): Composition {
     this.cache.delete(composition.seq);
     this.cache.set(composition.seq, composition);
-    while (this.cache.size > STATUS_AT_CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+    let machines = 0;
+    for (const kept of this.cache.values()) machines += kept.machines.length;
+    while (this.cache.size > 1 && (this.cache.size > STATUS_AT_CACHE_MAX || machines > STATUS_AT_CACHE_MACHINES_MAX)) {
+      const oldest = this.cache.keys().next().value!;
+      machines -= this.cache.get(oldest)!.machines.length;
+      this.cache.delete(oldest);
+    }
     return composition;
   }
 

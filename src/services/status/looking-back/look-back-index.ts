@@ -5,6 +5,7 @@ import type { StatusChangeFeed } from '../live/subscription.js';
 import type { StatusStreamLink } from '../replicating/stream-follower.js';
 import { framingOf, type StreamEntry, type StreamMessage } from '../replicating/wire.js';
 import { MachineChanges } from './machine-changes.js';
+import { RecentWindow } from './recent-window.js';
 import { followDirectory, StreamDirectory } from './stream-directory.js';
 import { Timeline } from './timeline.js';
 
@@ -18,6 +19,8 @@ export interface LookBackIndex {
   changes: MachineChanges;
   timeline: Timeline;
   directory: StreamDirectory;
+  /** The last minutes of compositions as heard, checkpoints and steps: `statusAt` in them reads no stream. */
+  recent?: RecentWindow;
   /** Whether the stream's history from before this replica started is read into it. */
   backfilled(): boolean;
   /** Whether it holds what the stream holds from instant `t` (ms) on; waits LOOK_BACK_WAIT_MS at most for the backfill. */
@@ -98,15 +101,26 @@ async function readBack(
 
 /**
  * Keeps this replica's look-back index: each composition the feed hands it (a delta says which
- * machines changed; one without, whole), the stream's history from before it started read back
- * once in the background, the stream's directory followed from its headers, and what the stream
- * drops trimmed every LOOK_BACK_TRIM_EVERY_MS. Attached to `history`, which answers from it.
+ * machines changed; one without, whole) and its last minutes of compositions (`RecentWindow`,
+ * bounded by `window`, LOOK_BACK_WINDOW_BYTES_MAX by default), the stream's history from before it
+ * started read back once in the background, the stream's directory followed from its headers, and
+ * what the stream drops trimmed every LOOK_BACK_TRIM_EVERY_MS. Attached to `history`, which
+ * answers from it.
  */
-export function startLookBackIndex(feed: StatusChangeFeed, history: IndexedHistory, logger: Logger): RunningLookBackIndex {
+export function startLookBackIndex(
+  feed: StatusChangeFeed,
+  history: IndexedHistory,
+  logger: Logger,
+  options: { window?: ConstructorParameters<typeof RecentWindow>[0] } = {},
+): RunningLookBackIndex {
   const changes = new MachineChanges();
   const timeline = new Timeline();
   const directory = new StreamDirectory();
-  const hear = (c: Composition, delta?: StatusDelta) => recordComposition(changes, timeline, c, delta);
+  const recent = new RecentWindow(options.window);
+  const hear = (c: Composition, delta?: StatusDelta) => {
+    recordComposition(changes, timeline, c, delta);
+    recent.hear(c, delta);
+  };
   const now = feed.current();
   if (now) hear(now);
   const unsubscribe = feed.subscribe(hear);
@@ -149,6 +163,7 @@ export function startLookBackIndex(feed: StatusChangeFeed, history: IndexedHisto
     changes,
     timeline,
     directory,
+    recent,
     backfill,
     backfilled: () => backfilled === 'done',
     async covers(t) {
