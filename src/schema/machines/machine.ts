@@ -1,11 +1,13 @@
 import { NAME_PAGE_DEFAULT, NAME_PAGE_MAX } from '../../kernel/pages.js';
-import { listMachines, type Machine, machineState } from '../../services/machines/machines.js';
+import type { Machine } from '../../services/machines/machines.js';
 import { countMachines, type MachinePageFilter, machineCursor, pageMachines } from '../../services/machines/pages.js';
+import { type MachineReading, machinesAsShown, stateAsShown } from '../../services/machines/shown.js';
 import { forgetMachineVerb } from '../../services/machines/verbs.js';
 import { builder } from '../support/builder.js';
 import { selected } from '../support/known-loader.js';
 import { namePage } from '../support/pages.js';
 import { verbMutation } from '../support/verb-mutation.js';
+import { readingOf } from './loaders.js';
 
 export const MachineStateEnum = builder.enumType('MachineState', {
   description: 'UP; LATE once news heard past 1.5 expected heartbeat intervals after its last beat is written with none of its own; SILENT past 6.',
@@ -26,8 +28,9 @@ export const MachineRef = builder.objectRef<Machine>('Machine').implement({
     heartbeats: t.exposeInt('heartbeats'),
     state: t.field({
       type: MachineStateEnum,
-      description: 'Judged at how far news was written when the request came (`Status.heardUntil`), not at the wall clock.',
-      resolve: (m, _args, ctx) => machineState(m.lastHeardAt.getTime(), ctx.judging),
+      description:
+        'Judged at how far news was written when the request came (`Status.heardUntil`), not at the wall clock, and never better than the last composition showed for the same `lastHeardAt`: the state `status` shows.',
+      resolve: (m, _args, ctx) => stateAsShown(m, ctx.judging, readingOf(ctx).shown),
     }),
     modules: t.exposeStringList('modules', { description: 'The modules running on it.' }),
   }),
@@ -41,7 +44,7 @@ builder.queryFields((t) => ({
     args: { state: t.arg({ type: MachineStateEnum }), site: t.arg.string() },
     resolve: async (_root, args, ctx, info) => {
       const state = args.state ? { is: args.state, judging: ctx.judging } : null;
-      const machines = await listMachines(ctx.mesh.db, { site: args.site, state }, ctx.mesh.hearing.machines);
+      const machines = await machinesAsShown(ctx.mesh.db, { site: args.site, state }, readingOf(ctx));
       for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
       // Look-ahead: the holdings of every machine in one statement before the machines resolve.
       const holdings = selected(info.fieldNodes, 'holdings');
@@ -60,11 +63,12 @@ builder.queryFields((t) => ({
           nameStartsWith: args.nameStartsWith,
           state: args.state ? { is: args.state, judging: ctx.judging } : null,
         };
+        const reading: MachineReading = readingOf(ctx);
         const { items: machines, connection } = await namePage(
           args,
           machineCursor,
-          (page) => pageMachines(ctx.mesh.db, filter, page),
-          () => countMachines(ctx.mesh.db, filter),
+          (page) => pageMachines(ctx.mesh.db, filter, page, reading),
+          () => countMachines(ctx.mesh.db, filter, reading),
         );
         for (const machine of machines) ctx.loaders.machine.prime(machine.name, machine);
         const holdings = selected(selected(selected(info.fieldNodes, 'edges'), 'node'), 'holdings');
