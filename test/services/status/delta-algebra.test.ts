@@ -127,3 +127,61 @@ test('a delta ordering a key it neither keeps nor adds is refused, in every list
     }),
   );
 });
+
+test('a list whose untouched items are the same objects (as incremental composing keeps them) diffs to exactly its changes, with no order unless kept items moved', () => {
+  // Each edit of `a`: keep the very object, a copy of equal value, a changed copy, drop it; new items come in between; two kept ones may swap.
+  const edits = fc.array(fc.constantFrom('same', 'copy', 'change', 'drop', 'insert-after'), { minLength: 0, maxLength: 40 });
+  fc.assert(
+    fc.property(edits, fc.boolean(), (plan, swap) => {
+      const a = plan.map((_, i) => ({ name: `m${String(i).padStart(3, '0')}`, state: 'UP' }));
+      const b: { name: string; state: string }[] = [];
+      const changed: string[] = [];
+      const removed: string[] = [];
+      const added: string[] = [];
+      plan.forEach((edit, i) => {
+        const item = a[i]!;
+        if (edit === 'same' || edit === 'insert-after') b.push(item);
+        else if (edit === 'copy') b.push({ ...item });
+        else if (edit === 'change') {
+          b.push({ ...item, state: 'LATE' });
+          changed.push(item.name);
+        } else removed.push(item.name);
+        if (edit === 'insert-after') {
+          b.push({ name: `${item.name}-new`, state: 'UP' });
+          added.push(`${item.name}-new`);
+        }
+      });
+      const kept = b.filter((x) => !added.includes(x.name));
+      const moved = swap && kept.length >= 2;
+      if (moved) {
+        const first = b.indexOf(kept[0]!);
+        const last = b.indexOf(kept[kept.length - 1]!);
+        [b[first], b[last]] = [b[last]!, b[first]!];
+      }
+      const delta = diffCompositions({ ...emptyComposition(1), machines: a }, { ...emptyComposition(2), machines: b });
+      expect(applyDelta({ ...emptyComposition(1), machines: a }, delta).machines).toEqual(b);
+      expect(delta.machines.changed.map((m) => m.name).sort()).toEqual(changed.sort());
+      expect(delta.machines.removed).toEqual(removed);
+      expect(delta.machines.added.map((m) => m.name)).toEqual(added);
+      expect(delta.machines.addedAt).toEqual(added.map((n) => b.findIndex((m) => m.name === n)));
+      expect(delta.machines.order !== null).toBe(moved);
+    }),
+  );
+});
+
+/** A composition with empty lists, to diff one list alone. */
+function emptyComposition(seq: number) {
+  return {
+    seq,
+    composedAt: '2026-01-01T00:00:00.000Z',
+    tookMs: 0,
+    trigger: 'test',
+    machines: [] as { name: string; state: string }[],
+    seats: [],
+    unheldSeats: [],
+    callsRunning: 0,
+    handActsThisWeek: 0,
+    repeatedCauses: [],
+    plans: [],
+  };
+}

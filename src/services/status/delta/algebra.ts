@@ -140,8 +140,82 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return true;
 }
 
-/** The changes turning list `a` into list `b`, items matched by `key` (keys are unique in a list). */
+/**
+ * The changes turning list `a` into list `b`, items matched by `key` (keys are unique in a list).
+ * Walks both lists side by side first (`diffInStep`): an incremental composition keeps every
+ * machine it did not touch as the very same object in the same order, so at a million machines
+ * the walk is a pointer compare per item where maps of every key cost hundreds of ms
+ * (docs/BENCHMARKS.md, "A million machines"). Items kept in another relative order fall back to
+ * `diffByKeys`; both give the same changes.
+ */
 export function diffList<T>(a: readonly T[], b: readonly T[], key: (item: T) => string): ListChanges<T> {
+  return diffInStep(a, b, key) ?? diffByKeys(a, b, key);
+}
+
+/**
+ * `diffList` by walking `a` and `b` together: the same object or the same key at both places is
+ * kept (changed when its value differs); otherwise the item of `a` whose key `b` lacks was removed,
+ * the item of `b` whose key `a` lacks was added. The sets of keys are built only when some key
+ * differs at a place. Undefined when kept items changed their relative order.
+ */
+function diffInStep<T>(a: readonly T[], b: readonly T[], key: (item: T) => string): ListChanges<T> | undefined {
+  const changes: ListChanges<T> = { added: [], addedAt: [], changed: [], removed: [], order: null };
+  let keysOfA: Set<string> | undefined;
+  let keysOfB: Set<string> | undefined;
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length) {
+      const x = a[i] as T;
+      const y = b[j] as T;
+      if (x === y) {
+        i++;
+        j++;
+        continue;
+      }
+      const kx = key(x);
+      const ky = key(y);
+      if (kx === ky) {
+        if (!sameJson(x, y)) changes.changed.push(y);
+        i++;
+        j++;
+        continue;
+      }
+      keysOfB ??= new Set(b.map(key));
+      if (!keysOfB.has(kx)) {
+        changes.removed.push(kx);
+        i++;
+        continue;
+      }
+      keysOfA ??= new Set(a.map(key));
+      if (!keysOfA.has(ky)) {
+        changes.added.push(y);
+        changes.addedAt.push(j);
+        j++;
+        continue;
+      }
+      return undefined;
+    }
+    if (i < a.length) {
+      const kx = key(a[i] as T);
+      keysOfB ??= new Set(b.map(key));
+      if (keysOfB.has(kx)) return undefined;
+      changes.removed.push(kx);
+      i++;
+    } else {
+      const y = b[j] as T;
+      keysOfA ??= new Set(a.map(key));
+      if (keysOfA.has(key(y))) return undefined;
+      changes.added.push(y);
+      changes.addedAt.push(j);
+      j++;
+    }
+  }
+  return changes;
+}
+
+/** `diffList` by maps of every key: any order. */
+function diffByKeys<T>(a: readonly T[], b: readonly T[], key: (item: T) => string): ListChanges<T> {
   const before = new Map<string, T>();
   for (const item of a) before.set(key(item), item);
   const changes: ListChanges<T> = { added: [], addedAt: [], changed: [], removed: [], order: null };
@@ -172,19 +246,21 @@ export function diffList<T>(a: readonly T[], b: readonly T[], key: (item: T) => 
 
 /**
  * List `a` with `changes` applied: removals, then changed values in place, then additions at their
- * places (or `order`). `changed` may be absent, as it is from a list of names on the wire.
+ * places (or `order`). `changed` may be absent, as it is from a list of names on the wire. One pass
+ * over `a` (additions merged in at their places, not spliced one by one into a list of a million);
+ * keys are read only when something is removed or changed.
  */
 export function applyListChanges<T>(a: readonly T[], changes: ListChangesIn<T>, key: (item: T) => string): T[] {
-  const removed = new Set(changes.removed);
-  const changed = new Map<string, T>();
-  for (const item of changes.changed ?? []) changed.set(key(item), item);
-  const list: T[] = [];
-  for (const item of a) {
-    const k = key(item);
-    if (!removed.has(k)) list.push(changed.get(k) ?? item);
-  }
   if (changes.added.length !== changes.addedAt.length) throw new Invalid('a delta list has as many places as added items');
+  const removed = changes.removed.length ? new Set(changes.removed) : undefined;
+  const changed = changes.changed?.length ? new Map<string, T>() : undefined;
+  for (const item of changes.changed ?? []) changed?.set(key(item), item);
+  const list: T[] = [];
   if (changes.order) {
+    for (const item of a) {
+      const k = key(item);
+      if (!removed?.has(k)) list.push(changed?.get(k) ?? item);
+    }
     const byKey = new Map<string, T>();
     for (const item of list) byKey.set(key(item), item);
     for (const item of changes.added) byKey.set(key(item), item);
@@ -194,7 +270,19 @@ export function applyListChanges<T>(a: readonly T[], changes: ListChangesIn<T>, 
       return item;
     });
   }
-  for (let i = 0; i < changes.added.length; i++) list.splice(changes.addedAt[i], 0, changes.added[i]);
+  const { added, addedAt } = changes;
+  let next = 0;
+  for (const item of a) {
+    let kept = item;
+    if (removed || changed) {
+      const k = key(item);
+      if (removed?.has(k)) continue;
+      kept = changed?.get(k) ?? item;
+    }
+    while (next < added.length && (addedAt[next] as number) <= list.length) list.push(added[next++] as T);
+    list.push(kept);
+  }
+  while (next < added.length) list.push(added[next++] as T);
   return list;
 }
 
