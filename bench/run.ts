@@ -8,6 +8,7 @@ import { run as dashboard } from './dashboard.js';
 import { run as fanout } from './fanout.js';
 import { run as ingestWrites } from './ingest-writes.js';
 import { run as lookBack } from './look-back.js';
+import { run as million } from './million.js';
 import { run as pages } from './pages.js';
 import { run as reads } from './reads.js';
 import { run as stream } from './stream.js';
@@ -25,6 +26,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   reads,
   dashboard,
   badday,
+  million,
   counts,
   'look-back': lookBack,
   pages,
