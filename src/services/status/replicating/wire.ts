@@ -1,10 +1,7 @@
-import { promisify } from 'node:util';
-import { gunzip, type ZlibOptions } from 'node:zlib';
+import { createGunzip } from 'node:zlib';
 import type { Msg, MsgHdrs } from '@nats-io/transport-node';
 import type { Composition } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
-
-const gunzipAsync = promisify(gunzip) as (data: Buffer, options: ZlibOptions) => Promise<Buffer>;
 
 /** A status message is cut into at most this many parts: a reader refuses a header saying more, a writer never writes more. */
 export const STATUS_PARTS_MAX = 10_000;
@@ -150,15 +147,71 @@ export function snapshotStartOf(msg: Pick<StreamMessage, 'headers' | 'seq'>): nu
   return number(msg.headers, SNAPSHOT_HEADER);
 }
 
-/** Gunzips a status message's body, refusing (`too-large`) one whose JSON would pass STATUS_UNZIPPED_MAX. */
+/**
+ * Past this much gunzipped output, a message whose output is over GUNZIP_RATIO_MAX times the gzip it
+ * came from is counted rather than kept (gunzipBounded): a composition's JSON never gzips that well,
+ * a gzip bomb does (zeros gzip about 1,000 to 1).
+ */
+const GUNZIP_KEPT_BEFORE_JUDGING = 64 * 1024 * 1024;
+/** Output over this many times its gzipped input is a bomb's, not a composition's (whose JSON gzips some 10 to 1). */
+const GUNZIP_RATIO_MAX = 100;
+
+/**
+ * zlib hands its output over in pieces of this size (16 KiB unless told): 500 MiB in 16 KiB pieces
+ * took 4 s on this machine, in 256 KiB pieces under 1 s.
+ */
+const GUNZIP_CHUNK_BYTES = 256 * 1024;
+
+/** What one gunzip pass found: the output kept, or only how long it is (counted, not kept). */
+type Gunzipped = { kept: Buffer } | { counted: number };
+
+/**
+ * Gunzips `body` as a stream, stopping at the first byte past STATUS_UNZIPPED_MAX. With `judging`,
+ * output past GUNZIP_KEPT_BEFORE_JUDGING that is over GUNZIP_RATIO_MAX times the input read so far
+ * is dropped and only counted from then on: a bomb is refused holding 64 MiB, not 500.
+ */
+function gunzipPass(body: Buffer, judging: boolean): Promise<Gunzipped> {
+  return new Promise((resolve, reject) => {
+    const gunzip = createGunzip({ chunkSize: GUNZIP_CHUNK_BYTES });
+    let chunks: Buffer[] | undefined = [];
+    let length = 0;
+    gunzip.on('data', (chunk: Buffer) => {
+      length += chunk.length;
+      if (length > STATUS_UNZIPPED_MAX) {
+        chunks = undefined;
+        gunzip.destroy();
+        reject(new StatusRefused('too-large', `a status message over ${STATUS_UNZIPPED_MAX} bytes gunzipped`));
+        return;
+      }
+      chunks?.push(chunk);
+      if (judging && chunks && length > GUNZIP_KEPT_BEFORE_JUDGING && length > GUNZIP_RATIO_MAX * gunzip.bytesWritten) chunks = undefined;
+    });
+    gunzip.on('error', (error) => reject(new StatusRefused('malformed', `a status message that does not gunzip: ${String(error)}`)));
+    gunzip.on('end', () => {
+      try {
+        resolve(chunks ? { kept: Buffer.concat(chunks, length) } : { counted: length });
+      } catch (error) {
+        // Longer than a Buffer may be (kMaxLength): too large, whatever STATUS_UNZIPPED_MAX says.
+        reject(error instanceof RangeError ? new StatusRefused('too-large', `a status message over ${STATUS_UNZIPPED_MAX} bytes gunzipped`) : error);
+      }
+    });
+    gunzip.end(body);
+  });
+}
+
+/**
+ * Gunzips a status message's body, refusing (`too-large`) one whose JSON would pass
+ * STATUS_UNZIPPED_MAX. The output is counted as it comes and the gunzip stopped at the limit; a
+ * message that gunzips like a bomb is counted without being kept (a 500 MiB refusal held 500 MiB),
+ * and gunzipped again, kept, in the odd case that it ends under the limit: what is refused, and
+ * what is taken, is the same either way.
+ */
 async function gunzipBounded(body: Buffer): Promise<Buffer> {
-  try {
-    return await gunzipAsync(body, { maxOutputLength: STATUS_UNZIPPED_MAX });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException)?.code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError)
-      throw new StatusRefused('too-large', `a status message over ${STATUS_UNZIPPED_MAX} bytes gunzipped`);
-    throw new StatusRefused('malformed', `a status message that does not gunzip: ${String(error)}`);
-  }
+  const first = await gunzipPass(body, true);
+  if ('kept' in first) return first.kept;
+  const again = await gunzipPass(body, false);
+  if ('kept' in again) return again.kept;
+  throw new StatusRefused('malformed', 'a status message that gunzipped to another length the second time');
 }
 
 /** The status message in `body`, checked for its shape and bounded seqs; throws StatusRefused when it is not one. */
