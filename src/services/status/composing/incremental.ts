@@ -96,6 +96,11 @@ export class MeshView {
     return view;
   }
 
+  /** How many machines the view holds. */
+  get size(): number {
+    return this.entries.length;
+  }
+
   private reindex(): void {
     this.index.clear();
     for (let i = 0; i < this.entries.length; i++) this.index.set(this.entries[i]!.status.name, i);

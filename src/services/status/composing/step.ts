@@ -8,17 +8,31 @@ import type { ComposeTrigger } from './poke.js';
 /**
  * Triggers an incremental composition can answer: news (with the machines it wrote; reports change
  * only plans, read again each time), build news (not in a composition), a plan changed, a machine
- * crossing LATE or SILENT (states are judged again at each composition), a replica joining. Any
- * other — start, takeover, minute, acted (seats, holdings, aliases, machines removed), a retry,
- * one not known — asks a full composition.
+ * crossing LATE or SILENT (states are judged again at each composition), a replica joining, the
+ * minute (time passing: states judged again; the reconciliation comes when it is due, `fullEveryMs`).
+ * Any other — start, takeover, acted (seats, holdings, aliases, machines removed), a retry, one not
+ * known — asks a full composition.
  */
-export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set<ComposeTrigger>(['news', 'build', 'plan', 'state-change', 'replica-joined']);
+export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set<ComposeTrigger>(['news', 'build', 'plan', 'state-change', 'replica-joined', 'minute']);
 
 /** The serving replica composes from the whole store at least this often, whatever news asks: the reconciliation. */
 export const FULL_COMPOSE_EVERY_MS = 60_000;
 
-/** Past this many machines named since the last composition, a full composition costs less than re-reading them. */
+/**
+ * ...unless a full composition took more than this share of that time: then the reconciliation
+ * waits this many times as long as the last one took (a million machines' full composition takes
+ * tens of seconds, docs/BENCHMARKS.md; every minute it would leave the incremental ones waiting).
+ */
+export const FULL_COMPOSE_COST_FACTOR = 10;
+
+/** Past this many machines named since the last composition, a full composition costs less than re-reading them... */
 export const INCREMENTAL_MACHINES_MAX = 20_000;
+
+/** ...or past this share of the machines composed, whichever is more (a full read costs by the whole mesh, an incremental one by the machines named). */
+export const INCREMENTAL_SHARE_MAX = 0.2;
+
+/** How long after a full composition that took `tookMs` the next is due: FULL_COMPOSE_EVERY_MS, longer for a slow one. */
+export const fullEveryMs = (tookMs: number): number => Math.max(FULL_COMPOSE_EVERY_MS, FULL_COMPOSE_COST_FACTOR * tookMs);
 
 /** What one composition is to be: full, or incremental over the machines named. */
 export interface Step {
@@ -44,6 +58,7 @@ export interface ComposeStep {
 export function composeStep(db: Kysely<DB>, now: () => number = Date.now): ComposeStep {
   let view: MeshView | undefined;
   let lastFullAt = 0;
+  let lastFullTookMs = 0;
   let fullAsked = false;
   const touched = new Set<string>();
   return {
@@ -55,13 +70,13 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
         return;
       }
       for (const m of machines ?? []) touched.add(m);
-      if (touched.size > INCREMENTAL_MACHINES_MAX) {
+      if (touched.size > Math.max(INCREMENTAL_MACHINES_MAX, INCREMENTAL_SHARE_MAX * (view?.size ?? 0))) {
         fullAsked = true;
         touched.clear();
       }
     },
     take() {
-      const full = fullAsked || !view || now() - lastFullAt >= FULL_COMPOSE_EVERY_MS;
+      const full = fullAsked || !view || now() - lastFullAt >= fullEveryMs(lastFullTookMs);
       const step = { full, machines: full ? [] : [...touched] };
       fullAsked = false;
       touched.clear();
@@ -74,6 +89,7 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
         const composed = await composeFully(db, input);
         view = composed.view;
         lastFullAt = startedAt;
+        lastFullTookMs = now() - startedAt;
         return composed.composition;
       }
       return composeIncrementally(db, view, step.machines, input);
