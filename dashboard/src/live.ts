@@ -15,7 +15,7 @@ import {
 export type Connection = 'connecting' | 'live' | 'reconnecting' | 'refused';
 
 /** What every way of following the status over the page's one socket is given. */
-export interface SocketOptions {
+interface SocketOptions {
   /** The graphql-ws address, ws://host/graphql. */
   url: string;
   /** The token to present, when the person gave one. */

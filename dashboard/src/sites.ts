@@ -7,7 +7,7 @@ import { NO_SITE } from './machines.js';
  * is opened (the large mesh's view): every machine's cell, and every machine's changes followed,
  * is too much for a first paint at a million. Below it the page follows the whole composition.
  */
-export const LARGE_MESH_MACHINES = 50_000;
+const LARGE_MESH_MACHINES = 50_000;
 /** The address may set another size (`?large=3`: the sites view from 3 machines), for tests and a look at a small mesh. */
 const LARGE_PARAM = 'large';
 /** The large mesh's page is sent at most one composition a second, of counts and of the site open alike. */
