@@ -45,8 +45,10 @@ afterAll(async () => {
 });
 
 /** The figure a person reads in a site's row of the table of sites. */
-const siteCount = (site: string, state: string) => browser.page.locator(`#site-table tr[data-site="${site}"] td[data-state="${state}"]`).getAttribute('data-count');
-const cells = () => browser.page.locator('#sites .m').evaluateAll((list) => list.map((c) => `${(c as HTMLElement).dataset.name}:${(c as HTMLElement).dataset.state}`));
+const siteCount = (site: string, state: string) =>
+  browser.page.locator(`#site-table tr[data-site="${site}"] td[data-state="${state}"]`).getAttribute('data-count');
+const cells = () =>
+  browser.page.locator('#sites .m').evaluateAll((list) => list.map((c) => `${(c as HTMLElement).dataset.name}:${(c as HTMLElement).dataset.state}`));
 const rows = () => browser.page.locator('#site-table tbody tr:visible').evaluateAll((list) => list.map((r) => (r as HTMLElement).dataset.site));
 
 test('past the large size the page shows the counts by site first, and a site’s grid, followed live, once it is opened', async () => {
