@@ -94,6 +94,7 @@ const OWN_PROCESS = [
   'test/mesh/restart.test.ts',
   'test/mesh/store-outage.test.ts',
   'test/bus/cluster.test.ts',
+  'test/bus/cluster-node-loss.test.ts',
   'test/server/graceful-sigterm.test.ts',
   'test/server/tracing.test.ts',
   'test/cli/meshctl.test.ts',
