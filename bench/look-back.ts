@@ -2,21 +2,30 @@ import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import type { MachineStatus } from '../src/services/status/composition.js';
+import type { Composition, MachineStatus } from '../src/services/status/composition.js';
+import type { StatusDelta } from '../src/services/status/delta/delta.js';
 import { StatusHistory } from '../src/services/status/looking-back/history.js';
 import { type RunningLookBackIndex, startLookBackIndex } from '../src/services/status/looking-back/look-back-index.js';
 import { MachineChanges } from '../src/services/status/looking-back/machine-changes.js';
 import { machineHistory } from '../src/services/status/looking-back/machine-history.js';
+import {
+  LOOK_BACK_CHECKPOINT_EVERY_MS,
+  LOOK_BACK_WINDOW_BYTES_MAX,
+  LOOK_BACK_WINDOW_COMPOSITIONS_MAX,
+  RecentWindow,
+} from '../src/services/status/looking-back/recent-window.js';
 import { StreamDirectory } from '../src/services/status/looking-back/stream-directory.js';
 import { Timeline } from '../src/services/status/looking-back/timeline.js';
-import { aComposition, oneMachineChanged } from '../test/fixtures/compositions.js';
+import { aComposition } from '../test/fixtures/compositions.js';
 import { aStatusStream } from '../test/fixtures/status-stream.js';
 
 // Looking back at scale (issue 37): the look-back index's memory and `machineHistory`'s latency at
 // 100,000 and 1,000,000 machines over a synthetic day (no agents, no store), and `statusAt`'s from
-// a status stream of synthetic compositions. `npm run bench -- look-back`; BENCH_LOOK_BACK_SIZES
-// (default 100000,1000000) and BENCH_LOOK_BACK_STATUS_AT (default 10000,100000) choose the sizes
-// (empty: that part is skipped).
+// a status stream of a snapshot and a minute of beats: from the replica's window in memory, from
+// the stream, and the window's heap. `npm run bench -- look-back`; BENCH_LOOK_BACK_SIZES (default
+// 100000,1000000) and BENCH_LOOK_BACK_STATUS_AT (default 10000,100000; 1000000 takes minutes to
+// publish) choose the sizes (empty: that part is skipped); BENCH_LOOK_BACK_WINDOW_MB the window's
+// bound (LOOK_BACK_WINDOW_BYTES_MAX, 256, by default). Each size runs in a child with --expose-gc.
 
 /** A day of compositions at 4 a second (COMPOSE_MIN_GAP_MS). */
 const DAY_COMPOSITIONS = 4 * 86_400;
@@ -107,42 +116,163 @@ async function indexRole(machines: number): Promise<void> {
 
 async function indexAt(lines: string[], machines: number): Promise<void> {
   const load = loadavg()[0]!.toFixed(1);
-  const child = spawn(
-    process.execPath,
-    ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), '--index', String(machines)],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  await new Promise((resolve) => child.on('exit', resolve));
-  const r = JSON.parse(out.trim().split('\n').at(-1)!);
+  const r = await inChild('--index', machines);
   lines.push(
     `| ${machines.toLocaleString('en')} | ${r.compositions.toLocaleString('en')} | ${mb(r.bytes)} (${Math.round(r.bytes / machines)} B a machine) | ${(r.buildMs / 1000).toFixed(1)} s | ${r.median.toFixed(3)} / ${r.p99.toFixed(3)} / ${r.max.toFixed(1)} ms | ${r.entries.toFixed(1)} | ${load} |`,
   );
 }
 
-/** statusAt of the composition furthest from its snapshot (a minute of deltas), from the index and by searching the stream. */
-async function statusAtAt(lines: string[], machines: number): Promise<void> {
-  const load = loadavg()[0]!.toFixed(1);
+const NOTHING = Object.freeze({ added: [], addedAt: [], changed: [], removed: [], order: null });
+
+/**
+ * A minute of compositions after a snapshot, each hearing a 240th of the machines again (a beat
+ * moves `lastHeardAt` past LAST_HEARD_GRAIN_MS) and a few going LATE or back UP: every machine
+ * once, as a steady mesh. One at a time, with the machines changed: nothing else holds the minute.
+ */
+function* aMinuteOfBeats(machines: number): Generator<{ composition: Composition; changed: MachineStatus[] }> {
+  // As read from the stream's JSON: every machine a value of its own.
+  const first: Composition = JSON.parse(JSON.stringify(aComposition(1, machines)));
+  const t0 = Date.parse(first.composedAt);
+  yield { composition: first, changed: [] };
+  let c = first;
+  const share = Math.ceil(machines / DELTAS);
+  for (let k = 1; k <= DELTAS; k++) {
+    const at = t0 + k * 250;
+    const heard = new Date(at + 60_000).toISOString();
+    const list = c.machines.slice();
+    const changed = new Set<number>();
+    // Each machine changed is a value of its own (its strings and lists), as one read from a delta's JSON is.
+    const anew = (m: MachineStatus): MachineStatus => JSON.parse(JSON.stringify(m));
+    for (let i = (k - 1) * share; i < Math.min(machines, k * share); i++) {
+      list[i] = anew({ ...list[i]!, lastHeardAt: heard });
+      changed.add(i);
+    }
+    for (let j = 0; j < 5; j++) {
+      const i = (k * 7919 + j * 104_729) % machines;
+      list[i] = anew({ ...list[i]!, state: list[i]!.state === 'UP' ? 'LATE' : 'UP' });
+      changed.add(i);
+    }
+    c = { ...c, seq: c.seq + 1, composedAt: new Date(at).toISOString(), trigger: 'news', machines: list };
+    yield { composition: c, changed: [...changed].map((i) => list[i]!) };
+  }
+}
+
+/**
+ * A window without a bound over a minute of beats, heard directly (each with a delta naming its
+ * changed machines) so that nothing else (the feed's resume deltas) holds the minute, and the
+ * composition held at its end.
+ */
+function aMinuteHeard(machines: number): { window: RecentWindow; last: Composition } {
+  const window = new RecentWindow({
+    bytesMax: Number.POSITIVE_INFINITY,
+    compositionsMax: Number.POSITIVE_INFINITY,
+    checkpointEveryMs: LOOK_BACK_CHECKPOINT_EVERY_MS,
+  });
+  let last: Composition | undefined;
+  for (const { composition, changed } of aMinuteOfBeats(machines)) {
+    const delta = last && {
+      seq: composition.seq,
+      baseSeq: last.seq,
+      composedAt: composition.composedAt,
+      tookMs: composition.tookMs,
+      trigger: composition.trigger,
+      machines: { ...NOTHING, changed },
+      seats: NOTHING,
+      plans: NOTHING,
+      repeatedCauses: NOTHING,
+      unheldSeats: NOTHING,
+      callsRunning: null,
+      handActsThisWeek: null,
+    };
+    window.hear(composition, delta as StatusDelta | undefined);
+    last = composition;
+  }
+  return { window, last: last! };
+}
+
+/** Where the minute heard is held while it is weighed: never in a variable of the weighing function (an interpreter's register would keep it). */
+interface Weighing {
+  window?: RecentWindow;
+  last?: Composition;
+}
+
+/** Hears the minute into `into`. */
+function hearAMinute(into: Weighing, machines: number): void {
+  Object.assign(into, aMinuteHeard(machines));
+}
+
+/** Drops the window of `from` (the composition held at its end stays), saying what it held. */
+function dropWindow(from: Weighing): { compositions: number; checkpoints: number; estimated: number } {
+  const said = { compositions: from.window!.size, checkpoints: from.window!.checkpoints, estimated: from.window!.bytes };
+  from.window = undefined;
+  return said;
+}
+
+/**
+ * The heap a window holds for a minute of beats beyond the composition held at its end: what it
+ * costs when it is all the replica keeps of the minute.
+ */
+function weighAMinute(machines: number, heap: () => number): { bytes: number; compositions: number; checkpoints: number; estimated: number } {
+  const weighing: Weighing = {};
+  hearAMinute(weighing, machines);
+  const withWindow = heap();
+  const weighed = dropWindow(weighing);
+  const bytes = withWindow - heap();
+  if (weighing.last?.machines.length !== machines) throw new Error('the minute lost machines');
+  return { bytes, ...weighed };
+}
+
+/**
+ * In a child with --expose-gc: a status stream of a snapshot and a minute of beats at `machines`,
+ * then `statusAt(seq:)` of its compositions from the window (in memory), from the stream (the
+ * snapshot and the deltas), and the window's heap per minute it holds.
+ */
+async function statusAtRole(machines: number): Promise<void> {
+  const heap = () => {
+    global.gc?.();
+    return process.memoryUsage().heapUsed;
+  };
   const s = await aStatusStream(4 * 2 ** 30);
-  let index: RunningLookBackIndex | undefined;
+  const windowMb = Number(process.env.BENCH_LOOK_BACK_WINDOW_MB ?? LOOK_BACK_WINDOW_BYTES_MAX / 2 ** 20);
+  const indexed = new StatusHistory(s.link, s.feed);
+  // The index's own window held to its newest checkpoint: the two below are weighed and read instead.
+  const index = startLookBackIndex(s.feed, indexed, pino({ level: 'silent' }), {
+    window: { bytesMax: 1, compositionsMax: LOOK_BACK_WINDOW_COMPOSITIONS_MAX, checkpointEveryMs: LOOK_BACK_CHECKPOINT_EVERY_MS },
+  });
+  const minute = weighAMinute(machines, heap);
+  // A window without a bound, to read the whole minute from, and one at the replica's bound, to say what it holds.
+  let whole: RecentWindow | undefined = new RecentWindow({
+    bytesMax: Number.POSITIVE_INFINITY,
+    compositionsMax: Number.POSITIVE_INFINITY,
+    checkpointEveryMs: LOOK_BACK_CHECKPOINT_EVERY_MS,
+  });
+  let bounded: RecentWindow | undefined = new RecentWindow({
+    bytesMax: windowMb * 2 ** 20,
+    compositionsMax: LOOK_BACK_WINDOW_COMPOSITIONS_MAX,
+    checkpointEveryMs: LOOK_BACK_CHECKPOINT_EVERY_MS,
+  });
+  const unsubscribe = s.feed.subscribe((c, d) => {
+    whole?.hear(c, d);
+    bounded?.hear(c, d);
+  });
   try {
-    let c = aComposition(1, machines);
-    await s.feed.publish!(c, 'start');
-    for (let i = 0; i < DELTAS; i++) await s.feed.publish!((c = oneMachineChanged(c, c.seq + 1, (i * 7919) % machines)), 'news');
-    const target = c.seq - 1;
-    const indexed = new StatusHistory(s.link, s.feed);
-    index = startLookBackIndex(s.feed, indexed, pino({ level: 'silent' }));
+    const seqs: number[] = [];
+    const built = performance.now();
+    for (const { composition } of aMinuteOfBeats(machines)) {
+      await s.feed.publish!(composition, seqs.length ? 'news' : 'start');
+      seqs.push(composition.seq);
+    }
+    const publishS = (performance.now() - built) / 1000;
     await index.backfill;
-    while (!index.directory.placeOf(target)) await new Promise((r) => setTimeout(r, 20));
-    const time = async (history: StatusHistory) => {
+    while (!index.directory.placeOf(seqs.at(-1)!)) await new Promise((r) => setTimeout(r, 20));
+    // The deepest from its checkpoint: the composition before the last (the feed's current answers the last itself).
+    const target = seqs.at(-2)!;
+    const time = async (from: RunningLookBackIndex) => {
       const times: number[] = [];
       for (let r = 0; r < STATUS_AT_RUNS; r++) {
         // A history of its own each run: nothing cached.
         const fresh = new StatusHistory(s.link, s.feed);
-        if (history.index) fresh.useIndex(history.index);
+        fresh.useIndex(from);
         const t = performance.now();
         const got = await fresh.statusAt({ seq: target });
         times.push(performance.now() - t);
@@ -150,28 +280,60 @@ async function statusAtAt(lines: string[], machines: number): Promise<void> {
       }
       return times;
     };
-    const fromIndex = await time(indexed);
-    // Stepping forward within a minute: from the composition rebuilt before (a checkpoint), only the deltas between.
-    const stepped: number[] = [];
-    for (let r = 0; r < STATUS_AT_RUNS; r++) {
-      const fresh = new StatusHistory(s.link, s.feed);
-      fresh.useIndex(indexed.index!);
-      await fresh.statusAt({ seq: target - DELTAS / 2 });
-      const t = performance.now();
-      await fresh.statusAt({ seq: target });
-      stepped.push(performance.now() - t);
-    }
-    const searched = await time(new StatusHistory(s.link, s.feed));
+    const fromWindow = await time({ ...index, recent: whole } as RunningLookBackIndex);
+    const fromStream = await time({ ...index, recent: undefined } as RunningLookBackIndex);
     const locate = performance.now();
-    indexed.index!.directory.placeOf(target);
+    index.directory.placeOf(target);
     const lookUp = performance.now() - locate;
-    lines.push(
-      `| ${machines.toLocaleString('en')} | ${(lookUp * 1000).toFixed(1)} µs | ${pct(fromIndex, 0.5).toFixed(0)} ms (max ${Math.max(...fromIndex).toFixed(0)}) | ${pct(stepped, 0.5).toFixed(0)} ms (max ${Math.max(...stepped).toFixed(0)}) | ${pct(searched, 0.5).toFixed(0)} ms (max ${Math.max(...searched).toFixed(0)}) | ${load} |`,
-    );
+    const span = bounded.span();
+    const held = {
+      compositions: bounded.size,
+      checkpoints: bounded.checkpoints,
+      seconds: span ? (span.last - span.first) / 4 : 0,
+      windowMb,
+      target: !!bounded.composition(target),
+    };
+    whole = undefined;
+    bounded = undefined;
+    const report = {
+      publishS,
+      lookUpUs: lookUp * 1000,
+      fromWindow: { median: pct(fromWindow, 0.5), max: Math.max(...fromWindow) },
+      fromStream: { median: pct(fromStream, 0.5), max: Math.max(...fromStream) },
+      minute,
+      held,
+    };
+    process.stdout.write(`${JSON.stringify(report)}\n`);
   } finally {
-    index?.stop();
+    unsubscribe();
+    index.stop();
     await s.close();
   }
+  process.exit(0);
+}
+
+/** Runs `--role machines` in a child with --expose-gc and returns the JSON it prints last. */
+async function inChild(role: string, machines: number): Promise<Record<string, any>> {
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), role, String(machines)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  await new Promise((resolve) => child.on('exit', resolve));
+  return JSON.parse(out.trim().split('\n').at(-1)!);
+}
+
+async function statusAtAt(lines: string[], machines: number): Promise<void> {
+  const load = loadavg()[0]!.toFixed(1);
+  const r = await inChild('--status-at', machines);
+  const ms = (x: { median: number; max: number } | undefined) => (x ? `${x.median.toFixed(1)} ms (max ${x.max.toFixed(1)})` : 'not held');
+  lines.push(
+    `| ${machines.toLocaleString('en')} | ${r.lookUpUs.toFixed(1)} µs | ${ms(r.fromWindow)} | ${ms(r.fromStream)} | ${(r.minute.bytes / 2 ** 20).toFixed(1)} MB, ${Math.round(r.minute.bytes / machines)} B a machine (${r.minute.compositions} compositions, ${r.minute.checkpoints} checkpoints; estimated ${mb(r.minute.estimated)}) | ${r.held.compositions} (${r.held.seconds.toFixed(0)} s, ${r.held.checkpoints} checkpoints${r.held.target ? '' : '; not the one asked'}) at ${r.held.windowMb} MB | ${r.publishS.toFixed(0)} s | ${load} |`,
+  );
 }
 
 export async function run(): Promise<string> {
@@ -188,10 +350,10 @@ export async function run(): Promise<string> {
   for (const machines of sizes('BENCH_LOOK_BACK_SIZES', '100000,1000000')) await indexAt(lines, machines);
   lines.push(
     '',
-    `### \`statusAt(seq:)\`, ${DELTAS} deltas after its snapshot, uncached (${STATUS_AT_RUNS} runs)`,
+    `### \`statusAt(seq:)\` of the composition ${DELTAS - 1} after its snapshot in a minute of beats (every machine heard once), uncached (${STATUS_AT_RUNS} runs)`,
     '',
-    `| machines | finding it (index) | rebuilt from the index | from the one ${DELTAS / 2} deltas before, rebuilt just before (a checkpoint) | rebuilt after a binary search of the stream | load |`,
-    '|---|---|---|---|---|---|',
+    "| machines | finding it (index) | from the window (in memory) median (max) | from the stream (snapshot and deltas) | the window's heap for that minute (after GC) | what the default window holds | publishing the minute | load |",
+    '|---|---|---|---|---|---|---|---|',
   );
   for (const machines of sizes('BENCH_LOOK_BACK_STATUS_AT', '10000,100000')) await statusAtAt(lines, machines);
   return lines.join('\n');
@@ -199,3 +361,5 @@ export async function run(): Promise<string> {
 
 const roleAt = process.argv.indexOf('--index');
 if (roleAt >= 0) await indexRole(Number(process.argv[roleAt + 1]));
+const statusAtRoleAt = process.argv.indexOf('--status-at');
+if (statusAtRoleAt >= 0) await statusAtRole(Number(process.argv[statusAtRoleAt + 1]));
