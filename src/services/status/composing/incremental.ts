@@ -1,7 +1,8 @@
 import { byName } from '../../../kernel/names.js';
-import { flooredState, type Judging, type MachineState, machineState, nextStateChangeMs } from '../../machines/machines.js';
+import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs } from '../../machines/machines.js';
 import type { Holding } from '../../seats/holdings.js';
 import type { HolderStatus, MachineStatus, SeatStatus } from '../composition.js';
+import { CrossingHeap } from './crossing-heap.js';
 
 /** One machine as the store answers it for a composition: instants are ISO strings, modules sorted. */
 export interface MachineRow {
@@ -28,6 +29,10 @@ const GATEWAY_MODULE = 'mesh-gateway';
 interface Entry {
   status: MachineStatus;
   heardMs: number;
+  /** The heard instant past which its state next changes by age alone (`nextStateChangeMs`); +∞ once SILENT or before it is judged. */
+  nextMs: number;
+  /** Its place in the view's crossing heap; -1 when not in it. */
+  heapAt: number;
 }
 
 const holdingsOf = (holdings: readonly Held[]): Map<string, Held[]> => {
@@ -54,6 +59,16 @@ const byHolder = (a: HolderStatus, b: HolderStatus): number => byName(a.machine,
 export class MeshView {
   private entries: Entry[] = [];
   private index = new Map<string, number>();
+  /**
+   * Every judged machine by the instant its state next changes: a composition judges again only
+   * those whose instant the watermark passed, and the machines news replaced (`unjudged`), not a
+   * million every time — unless the deaf spans changed since the last judging (`judgedDeaf`),
+   * which can move any machine's instants: then every machine is judged again.
+   */
+  private readonly heap = new CrossingHeap<Entry>();
+  private unjudged: Entry[] = [];
+  private judgedDeaf: readonly DeafSpan[] | undefined = undefined;
+  private judgedOnce = false;
   /** Each seat's holders on record or derived (never the composing replica's own), by machine then module. */
   private holders = new Map<string, HolderStatus[]>();
   private seatIndex = new Map<string, number>();
@@ -110,6 +125,8 @@ export class MeshView {
     const heard = new Date(row.lastHeardAt);
     return {
       heardMs: heard.getTime(),
+      nextMs: Number.POSITIVE_INFINITY,
+      heapAt: -1,
       status: {
         name: row.name,
         site: row.site,
@@ -142,6 +159,7 @@ export class MeshView {
       for (const h of held) seats.add(h.seat);
       if (!row) {
         if (at !== undefined) {
+          this.heap.remove(this.entries[at]!);
           this.entries[at] = undefined as unknown as Entry;
           removed = true;
         }
@@ -150,6 +168,8 @@ export class MeshView {
       const entry = this.entry(row, held);
       // Read again with the same last-heard instant: what was shown of it stays its floor.
       if (before && before.heardMs === entry.heardMs) entry.status.state = before.status.state;
+      if (before) this.heap.remove(before);
+      this.unjudged.push(entry);
       if (at === undefined) added.push(entry);
       else this.entries[at] = entry;
     }
@@ -212,9 +232,11 @@ export class MeshView {
   crossingBy(judging: Judging): string[] {
     if (this.crossingMs === undefined || this.crossingMs > judging.heardUntilMs) return [];
     const names: string[] = [];
-    for (const entry of this.entries) {
-      if (this.stateOf(entry, judging) !== entry.status.state) names.push(entry.status.name);
+    if (!this.judgesOnlyCrossing(judging)) {
+      for (const entry of this.entries) if (this.stateOf(entry, judging) !== entry.status.state) names.push(entry.status.name);
+      return names;
     }
+    for (const entry of this.heap.below(judging.heardUntilMs)) if (this.stateOf(entry, judging) !== entry.status.state) names.push(entry.status.name);
     return names;
   }
 
@@ -226,23 +248,40 @@ export class MeshView {
     return flooredState(machineState(entry.heardMs, judging), entry.heardMs, { state: entry.status.state, lastHeardMs: entry.heardMs });
   }
 
+  /** Whether only the machines in the heap past their instant need judging: the deaf spans are those of the last judging. */
+  private judgesOnlyCrossing(judging: Judging): boolean {
+    return this.judgedOnce && sameDeaf(this.judgedDeaf, judging.deaf);
+  }
+
+  /** Judges `entry` at `judging` (a new object when its state changed) and files it in the heap by its next instant. */
+  private judge(entry: Entry, judging: Judging): void {
+    const state = this.stateOf(entry, judging);
+    if (state !== entry.status.state) entry.status = { ...entry.status, state };
+    entry.nextMs = (state === 'SILENT' ? undefined : nextStateChangeMs(entry.heardMs, judging)) ?? Number.POSITIVE_INFINITY;
+    if (entry.nextMs === Number.POSITIVE_INFINITY) this.heap.remove(entry);
+    else this.heap.file(entry);
+  }
+
   /**
    * Every machine judged UP, LATE or SILENT (`machineState`, floored by what was shown); a machine
-   * whose state did not change keeps its object. The same pass finds the earliest heard instant one
-   * will change by age alone (`crossingMs`).
+   * whose state did not change keeps its object. Judged again: the machines news replaced, and
+   * those whose next instant the watermark passed (`heap`); every machine when the deaf spans
+   * changed. The earliest next instant is `crossingMs`.
    */
   machines(judging: Judging): MachineStatus[] {
-    const out = new Array<MachineStatus>(this.entries.length);
-    let earliest = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < this.entries.length; i++) {
-      const entry = this.entries[i]!;
-      const state = this.stateOf(entry, judging);
-      if (state !== entry.status.state) entry.status = { ...entry.status, state };
-      out[i] = entry.status;
-      const next = state === 'SILENT' ? undefined : nextStateChangeMs(entry.heardMs, judging);
-      if (next !== undefined && next < earliest) earliest = next;
+    if (!this.judgesOnlyCrossing(judging)) {
+      for (const entry of this.entries) this.judge(entry, judging);
+      this.judgedDeaf = judging.deaf;
+      this.judgedOnce = true;
+    } else {
+      // A machine replaced twice since, or removed, is no longer the view's.
+      for (const entry of this.unjudged) if (this.entries[this.index.get(entry.status.name) ?? -1] === entry) this.judge(entry, judging);
+      for (const entry of this.heap.below(judging.heardUntilMs)) this.judge(entry, judging);
     }
-    this.crossingMs = earliest === Number.POSITIVE_INFINITY ? undefined : earliest;
+    this.unjudged = [];
+    const out = new Array<MachineStatus>(this.entries.length);
+    for (let i = 0; i < this.entries.length; i++) out[i] = this.entries[i]!.status;
+    this.crossingMs = this.heap.earliest();
     return out;
   }
 
@@ -261,6 +300,16 @@ export class MeshView {
 }
 
 const seatStatus = (name: string, holders: HolderStatus[]): SeatStatus => ({ name, held: holders.length > 0, holders });
+
+/** Whether two lists of deaf spans say the same (the hearing makes a new list at each read while NATS is away). */
+function sameDeaf(a: readonly DeafSpan[] | undefined, b: readonly DeafSpan[] | undefined): boolean {
+  if (a === b) return true;
+  const x = a ?? [];
+  const y = b ?? [];
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i]!.fromMs !== y[i]!.fromMs || x[i]!.toMs !== y[i]!.toMs) return false;
+  return true;
+}
 
 /** Two lists sorted by `order` merged into one, in one pass. */
 function mergeSorted<T>(a: T[], b: readonly T[], order: (x: T, y: T) => number): T[] {
