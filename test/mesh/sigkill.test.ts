@@ -30,7 +30,9 @@ afterAll(async () => {
 });
 
 async function start(): Promise<ChildGateway> {
-  const child = await spawnGateway(env.env);
+  // A dead replica's claim on its outbox rows lapses after 2 s (MESH_OUTBOX_CLAIM_S, 10 s by default):
+  // the last gateway relays them that much sooner.
+  const child = await spawnGateway({ ...env.env, MESH_OUTBOX_CLAIM_S: '2' });
   children.push(child);
   return child;
 }
@@ -139,7 +141,7 @@ test('ten SIGKILLs under acting NATS calls: every acknowledged call reads OK wit
   expect(counts.acknowledged).toBeGreaterThanOrEqual(KILLS * 3);
   expect(refusals).toEqual([]);
   // An act killed after its commit has its hand-act and its call's end in the outbox: another
-  // replica relays them once the dead one's claim lapses (RELAY_CLAIM_MS, 10 s), over a sweep's
+  // replica relays them once the dead one's claim lapses (MESH_OUTBOX_CLAIM_S, 2 s here), over a sweep's
   // ABANDONED. Read until every acknowledged call and hand-act is there, within that and a margin.
   const missingNow = async () => {
     const acts = await allHandActs(last);
