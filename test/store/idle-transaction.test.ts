@@ -10,10 +10,15 @@ test('a transaction left waiting between statements is ended by PostgreSQL, its 
   try {
     await store.db.insertInto('machine').values({ name: 'locked-1' }).execute();
     let woke = false;
+    let otherWent = () => {};
+    const otherWrote = new Promise<void>((resolve) => (otherWent = resolve));
+    let cap: NodeJS.Timeout | undefined;
     const frozen = store.db.transaction().execute(async (tx) => {
       await tx.selectFrom('machine').select('name').where('name', '=', 'locked-1').forUpdate().execute();
-      // Frozen: nothing sent to PostgreSQL for longer than it allows.
-      await new Promise((resolve) => setTimeout(resolve, STORE_IDLE_IN_TRANSACTION_MS + 3_000));
+      // Frozen: nothing sent to PostgreSQL until the other writer went through (which it can only
+      // once PostgreSQL ended this session), or at most 3 s longer than PostgreSQL allows.
+      await Promise.race([otherWrote, new Promise((resolve) => (cap = setTimeout(resolve, STORE_IDLE_IN_TRANSACTION_MS + 3_000)))]);
+      clearTimeout(cap);
       woke = true;
       await tx.updateTable('machine').set({ heartbeats: 99 }).where('name', '=', 'locked-1').execute();
     });
@@ -21,6 +26,7 @@ test('a transaction left waiting between statements is ended by PostgreSQL, its 
     // Another writer waits on the lock, and gets it once the frozen session is ended, before the frozen one wakes.
     await store.db.updateTable('machine').set({ heartbeats: 1 }).where('name', '=', 'locked-1').execute();
     expect(woke).toBe(false);
+    otherWent();
     await expect(frozen).rejects.toThrow(/connection|idle-in-transaction|terminat/i);
     const row = await store.db.selectFrom('machine').select('heartbeats').where('name', '=', 'locked-1').executeTakeFirstOrThrow();
     expect(Number(row.heartbeats)).toBe(1);
