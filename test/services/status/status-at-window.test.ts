@@ -7,6 +7,7 @@ import { startStatusFeed } from '../../../src/services/status/live/feed.js';
 import { StatusHistory } from '../../../src/services/status/looking-back/history.js';
 import { type RunningLookBackIndex, startLookBackIndex } from '../../../src/services/status/looking-back/look-back-index.js';
 import { RecentWindow } from '../../../src/services/status/looking-back/recent-window.js';
+import { StreamDirectory } from '../../../src/services/status/looking-back/stream-directory.js';
 import { aComposition, oneMachineChanged, randomNext, rng } from '../../fixtures/compositions.js';
 import { eventually } from '../../fixtures/live.js';
 import { NATS_URL } from '../../fixtures/services.js';
@@ -80,6 +81,10 @@ test('the window answers with no stream read; a composition it no longer holds i
   blind.useIndex(indexes[1]!);
   const rebuilt = await new StatusHistory(stream.link, stream.feed).statusAt({ seq: seqs[20]! });
   expect(await blind.statusAt({ seq: seqs[20]! })).toEqual(rebuilt);
+  // Its headers not yet read into the directory: found by searching the stream, answered from the window.
+  const unplaced = new StatusHistory(unreadable, stream.feed);
+  unplaced.useIndex({ ...indexes[1]!, directory: new StreamDirectory() });
+  expect(await unplaced.statusAt({ seq: seqs[20]! })).toEqual(rebuilt);
   // A window bounded to its newest checkpoint: an older composition is read from the stream.
   const small = new StatusHistory(stream.link, follower);
   const index = startLookBackIndex(follower, small, pino({ level: 'silent' }), { window: { ...WINDOW, bytesMax: 1 } });

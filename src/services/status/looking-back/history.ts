@@ -24,8 +24,9 @@ export type StatusAtQuery = { seq: number; at?: undefined } | { at: Date; seq?: 
  * Reads the status stream backwards in time. With a look-back index (`useIndex`), the composition
  * asked is found in memory (its seq, the instant it was in force, where its snapshot begins);
  * without one, or before what it holds, `locate` finds by binary search over the stream's sequence
- * (a few dozen direct reads) the last message at or before a seq or an instant. Either way it is
- * rebuilt from the snapshot before it and the deltas after.
+ * (a few dozen direct reads) the last message at or before a seq or an instant. Either way, one of
+ * the last minutes is rebuilt from the index's window in memory, an older one from the snapshot
+ * before it and the deltas after.
  */
 export class StatusHistory {
   private readonly cache = new Map<number, Composition>();
@@ -143,8 +144,9 @@ export class StatusHistory {
 
   /**
    * The composition asked, from the index: its seq (by `at`, the last composed at or before it) and
-   * where it lies in the stream. Undefined when the index cannot say (none, not yet read that far,
-   * before what it holds while the backfill runs): the stream is searched instead.
+   * where it lies in the stream; then rebuilt from the window (in memory), else from a composition
+   * rebuilt before, else from its snapshot. Undefined when the index cannot say (none, not yet read
+   * that far, before what it holds while the backfill runs): the stream is searched instead.
    */
   private async fromIndex(query: StatusAtQuery, label: string): Promise<Composition | undefined> {
     const index = this.index;
@@ -228,6 +230,10 @@ export class StatusHistory {
     if (bySeq && foundSeq !== query.seq) throw new NotFound('composition', label);
     const kept = foundSeq !== undefined ? this.cache.get(foundSeq) : undefined;
     if (kept) return this.keep(kept);
+    // One the stream holds whole (its snapshot too) that the window holds: its headers not yet read into the directory.
+    const start = snapshotStartOf({ seq: found.seq, headers: found.header });
+    const recent = foundSeq !== undefined && start !== undefined && start >= bounds.first ? this.index?.recent?.composition(foundSeq) : undefined;
+    if (recent) return recent;
     return this.keep(await this.rebuild(found, bounds.first));
   }
 }
