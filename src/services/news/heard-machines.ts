@@ -81,6 +81,11 @@ export class HeardMachines {
     return undefined;
   }
 
+  /** Calls `visit` with each machine this replica heard and when it last heard it (a takeover's composition asks which are newer than shown). */
+  forEachHeard(visit: (machine: string, lastMs: number) => void): void {
+    for (const [machine, entry] of this.byName) visit(machine, entry.lastMs);
+  }
+
   get size(): number {
     return this.byName.size;
   }

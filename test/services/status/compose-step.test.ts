@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { CompositionSources } from '../../../src/services/status/composing/compose.js';
+import { TAKEOVER_FROM_SHOWN_MACHINES } from '../../../src/services/status/composing/compose.js';
 import { composeStep, FULL_COMPOSE_COST_FACTOR, FULL_COMPOSE_EVERY_MS } from '../../../src/services/status/composing/step.js';
+import type { MachineStatus } from '../../../src/services/status/composition.js';
 import { freshStore } from '../../fixtures/services.js';
 
 // The composer's choice of a full or an incremental composition, on a clock the test moves: the
@@ -70,4 +72,22 @@ test('an acting verb still asks a full composition at once, whatever the last on
   await full();
   step.ask('acted');
   expect(step.take().full).toBe(true);
+});
+
+test('a takeover at a mesh of TAKEOVER_FROM_SHOWN_MACHINES machines starts from the composition followed, not the store; a smaller one reads the store', async () => {
+  const heardAt = new Date().toISOString();
+  const shownOf = (n: number) => ({
+    machines: Array.from(
+      { length: n },
+      (_, i): MachineStatus => ({ name: `m-${String(i).padStart(6, '0')}`, site: 'eu-1', state: 'UP', lastHeardAt: heardAt, modules: [], holdings: [] }),
+    ),
+    seats: [],
+  });
+  const takeover = (shown: ReturnType<typeof shownOf>) => ({ ...input(1), trigger: 'takeover', shown });
+  // The store of this file holds no machine: what the composition shows came from the one followed.
+  const large = composeStep(store.db);
+  expect((await large.compose(large.take(), takeover(shownOf(TAKEOVER_FROM_SHOWN_MACHINES)))).machines).toHaveLength(TAKEOVER_FROM_SHOWN_MACHINES);
+  expect(large.take().full).toBe(false);
+  const small = composeStep(store.db);
+  expect((await small.compose(small.take(), takeover(shownOf(TAKEOVER_FROM_SHOWN_MACHINES - 1)))).machines).toHaveLength(0);
 });

@@ -72,7 +72,7 @@ export interface ComposeInput {
    */
   shown?: Pick<Composition, 'machines'>;
   /** When each machine was last heard, as this replica's memory holds it: the store keeps a checkpoint (issue 37). */
-  heard?: { lastHeardAt(machine: string, storedIso: string): string };
+  heard?: { lastHeardAt(machine: string, storedIso: string): string; forEachHeard?(visit: (machine: string, lastMs: number) => void): void };
 }
 
 /**
@@ -206,4 +206,31 @@ export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touch
   const [rows, plans] = await Promise.all([names.length ? touchedRows(db, names, input.heard) : [], openPlans(db)]);
   view.replaceTouched(names, rows);
   return finish(db, view, input, now, started, plans);
+}
+
+/** Past this many machines, a takeover starts from the composition it followed rather than from the whole store. */
+export const TAKEOVER_FROM_SHOWN_MACHINES = 50_000;
+
+/**
+ * A takeover's composition at a large mesh, from the last composition this replica followed
+ * (`shown`, made by the replica that served) instead of the whole store: tens of seconds at a
+ * million machines (docs/status.md). The machines this replica heard newer news of than `shown`
+ * shows, or does not show at all, are read again from the store, as news would have them read;
+ * every state is judged again, floored by what was shown. What news does not change (seats,
+ * holdings on record, aliases) was changed by an acting verb, which asks a full composition; the
+ * reconciliation, when due, reads everything.
+ */
+export async function composeFromShown(db: Kysely<DB>, shown: Pick<Composition, 'machines' | 'seats'>, input: ComposeInput): Promise<Composed> {
+  const aliases = await db.selectFrom('seat_alias').select(['alias', 'seat']).execute();
+  const view = MeshView.fromComposition(
+    shown,
+    aliases.map((a): [string, string] => [a.alias, a.seat]),
+    input.controller,
+  );
+  const touched: string[] = [];
+  input.heard?.forEachHeard?.((machine, lastMs) => {
+    const held = view.heardMsOf(machine);
+    if (held === undefined || lastMs > held) touched.push(machine);
+  });
+  return { composition: await composeIncrementally(db, view, touched, input), view };
 }

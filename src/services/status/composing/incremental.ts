@@ -1,7 +1,7 @@
 import { byName } from '../../../kernel/names.js';
 import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs } from '../../machines/machines.js';
 import type { Holding } from '../../seats/holdings.js';
-import type { HolderStatus, MachineStatus, SeatStatus } from '../composition.js';
+import type { Composition, HolderStatus, MachineStatus, SeatStatus } from '../composition.js';
 import { CrossingHeap } from './crossing-heap.js';
 
 /** One machine as the store answers it for a composition: instants are ISO strings, modules sorted. */
@@ -111,6 +111,41 @@ export class MeshView {
     return view;
   }
 
+  /**
+   * The view a composition shows (a takeover's: the last composition this replica followed, made
+   * by the replica that served), without reading the store: each machine as shown, each seat with
+   * its holders (the serving replica's own holding of the controller's seat left out, as
+   * `seats` adds it), the seats and `aliases` to resolve claims by. The machines news changed since
+   * it was composed are read again by the incremental composition that follows (`composeFromShown`).
+   */
+  static fromComposition(c: Pick<Composition, 'machines' | 'seats'>, aliases: readonly [alias: string, seat: string][], controller: string): MeshView {
+    const view = new MeshView();
+    for (const seat of c.seats) view.keys.set(seat.name, [seat.name]);
+    for (const [alias, seat] of aliases) view.keys.set(alias, [...(view.keys.get(alias) ?? []), seat]);
+    view.entries = c.machines.map((status) => ({ status, heardMs: Date.parse(status.lastHeardAt), nextMs: Number.POSITIVE_INFINITY, heapAt: -1 }));
+    view.reindex();
+    view.seatStatuses = c.seats.map((seat, i) => {
+      view.seatIndex.set(seat.name, i);
+      const servingOwn =
+        seat.name === controller &&
+        seat.holders.length === 1 &&
+        seat.holders[0]!.module === GATEWAY_MODULE &&
+        seat.holders[0]!.derived &&
+        !view.index.has(seat.holders[0]!.machine);
+      const holders = servingOwn ? [] : seat.holders;
+      for (const h of holders) if (!h.derived) view.recordedSeats.add(seat.name);
+      if (holders.length) view.holders.set(seat.name, holders);
+      return servingOwn ? seatStatus(seat.name, holders) : seat;
+    });
+    return view;
+  }
+
+  /** Whether the view holds `name`, and the heard instant it holds it at. */
+  heardMsOf(name: string): number | undefined {
+    const at = this.index.get(name);
+    return at === undefined ? undefined : this.entries[at]!.heardMs;
+  }
+
   /** How many machines the view holds. */
   get size(): number {
     return this.entries.length;
@@ -168,6 +203,13 @@ export class MeshView {
       const entry = this.entry(row, held);
       // Read again with the same last-heard instant: what was shown of it stays its floor.
       if (before && before.heardMs === entry.heardMs) entry.status.state = before.status.state;
+      // Last-heard never moves back: a view started from a composition another replica made may
+      // hold a beat this replica's memory has not read yet (`fromComposition`).
+      if (before && before.heardMs > entry.heardMs) {
+        entry.heardMs = before.heardMs;
+        entry.status.lastHeardAt = before.status.lastHeardAt;
+        entry.status.state = before.status.state;
+      }
       if (before) this.heap.remove(before);
       this.unjudged.push(entry);
       if (at === undefined) added.push(entry);

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../../store/tables.js';
 import type { Composition } from '../composition.js';
-import { type ComposeInput, composeFully, composeIncrementally } from './compose.js';
+import { type ComposeInput, composeFromShown, composeFully, composeIncrementally, TAKEOVER_FROM_SHOWN_MACHINES } from './compose.js';
 import type { MeshView } from './incremental.js';
 import type { ComposeTrigger } from './poke.js';
 
@@ -33,6 +33,9 @@ export const INCREMENTAL_SHARE_MAX = 0.2;
 
 /** How long after a full composition that took `tookMs` the next is due: FULL_COMPOSE_EVERY_MS, longer for a slow one. */
 export const fullEveryMs = (tookMs: number): number => Math.max(FULL_COMPOSE_EVERY_MS, FULL_COMPOSE_COST_FACTOR * tookMs);
+
+/** The triggers of a replica taking the serving lease: at a large mesh its first composition starts from the one it followed (`composeFromShown`). */
+const TAKING_OVER = /(^|,)(takeover|start)(,|$)/;
 
 /** What one composition is to be: full, or incremental over the machines named. */
 export interface Step {
@@ -83,6 +86,16 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
       return step;
     },
     async compose(step, input) {
+      const shown = input.shown;
+      if (!view && shown && 'seats' in shown && shown.machines.length >= TAKEOVER_FROM_SHOWN_MACHINES && TAKING_OVER.test(input.trigger)) {
+        const startedAt = now();
+        const composed = await composeFromShown(db, shown as Pick<Composition, 'machines' | 'seats'>, input);
+        view = composed.view;
+        // The reconciliation comes as after a quick full composition: FULL_COMPOSE_EVERY_MS on.
+        lastFullAt = startedAt;
+        lastFullTookMs = 0;
+        return composed.composition;
+      }
       if (step.full || !view) {
         view = undefined;
         const startedAt = now(); // from its start: the minute's full composition is not followed by a second one

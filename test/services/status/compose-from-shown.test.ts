@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { type Heartbeat, recordHeartbeats } from '../../../src/services/machines/machines.js';
+import { type ComposeInput, type CompositionSources, compose, composeFromShown } from '../../../src/services/status/composing/compose.js';
+import type { Composition } from '../../../src/services/status/composition.js';
+import { freshStore } from '../../fixtures/services.js';
+
+// A takeover at a large mesh starts from the composition the new serving replica followed, not
+// from the whole store (composeFromShown): what it composes must be what a full composition of
+// the store and its memory gives at the same instant — news written after the composition it
+// started from, a beat only its memory holds, a machine new to the mesh, seats held by claims
+// through an alias, the controller's seat held by the replica that served before.
+
+let store: Awaited<ReturnType<typeof freshStore>>;
+const CONTROLLER = 'ctl';
+const noSources: CompositionSources = { callsRunning: () => 0, handActsSince: () => ({ count: 0, repeatedCauses: [] }) };
+const T0 = Date.parse('2026-12-03T12:00:00.000Z');
+
+beforeAll(async () => {
+  store = await freshStore('from_shown');
+  for (const name of ['queue', 'store', 'kept', CONTROLLER]) {
+    await store.db.insertInto('seat').values({ name, accepts: '[]', emits: '[]', serves: '[]' }).execute();
+  }
+  await store.db.insertInto('seat_alias').values({ alias: 'q-alias', seat: 'queue' }).execute();
+});
+afterAll(async () => {
+  await store?.close();
+});
+
+const beat = (machine: string, atMs: number, modules: string[], claims: Record<string, string[]> = {}, site = 'eu-1'): Heartbeat => ({
+  machine,
+  site,
+  modules,
+  claims,
+  at: new Date(atMs),
+});
+
+/** This replica's memory of last-heard: later than the store's checkpoint for the machines it holds. */
+function memory(heard: Record<string, number>): NonNullable<ComposeInput['heard']> {
+  return {
+    lastHeardAt: (machine, storedIso) =>
+      heard[machine] !== undefined && heard[machine]! > Date.parse(storedIso) ? new Date(heard[machine]!).toISOString() : storedIso,
+    forEachHeard: (visit) => {
+      for (const [machine, ms] of Object.entries(heard)) visit(machine, ms);
+    },
+  };
+}
+
+const input = (seq: number, nowMs: number, servingReplica: string, heard: Record<string, number>): ComposeInput => ({
+  seq,
+  controller: CONTROLLER,
+  servingReplica,
+  trigger: 'takeover',
+  heartbeatSeconds: 10,
+  sources: noSources,
+  now: new Date(nowMs),
+  heardUntil: new Date(nowMs),
+  heard: memory(heard),
+});
+
+/** Everything but the fields that describe the composing itself. */
+const mesh = (c: Composition) => {
+  const { seq: _seq, composedAt: _at, tookMs: _took, trigger: _trigger, ...rest } = c;
+  return rest;
+};
+
+test('a takeover composed from the composition followed equals a full composition of the store and memory at the same instant', async () => {
+  await recordHeartbeats(store.db, [
+    beat('a', T0, ['broker'], { broker: ['q-alias'] }),
+    beat('b', T0, ['web']),
+    beat('c', T0, ['agent'], {}, 'us-1'),
+    beat('d', T0 - 50_000, ['agent']),
+  ]);
+  await store.db.insertInto('seat_holding').values({ seat: 'kept', machine: 'b', module: 'web', scope: 'site' }).execute();
+  const before = await compose(store.db, input(1, T0 + 1_000, 'r1', {}));
+  expect(before.seats.find((s) => s.name === CONTROLLER)?.holders).toEqual([{ machine: 'r1', module: 'mesh-gateway', site: null, derived: true }]);
+
+  // After it: a's modules change (written), e is new (written), b is heard only in memory, d goes SILENT by age.
+  await recordHeartbeats(store.db, [beat('a', T0 + 5_000, ['broker', 'web'], { broker: ['q-alias'], web: ['store'] }), beat('e', T0 + 6_000, ['agent'])]);
+  const heard = { a: T0 + 5_000, e: T0 + 6_000, b: T0 + 7_000 };
+  const at = T0 + 18_000;
+  const fromShown = await composeFromShown(store.db, before, input(2, at, 'r2', heard));
+  const full = await compose(store.db, input(2, at, 'r2', heard));
+  expect(mesh(fromShown.composition)).toEqual(mesh(full));
+  expect(fromShown.composition.machines.map((m) => [m.name, m.state])).toEqual([
+    ['a', 'UP'],
+    ['b', 'UP'],
+    ['c', 'LATE'],
+    ['d', 'SILENT'],
+    ['e', 'UP'],
+  ]);
+  expect(fromShown.composition.seats.find((s) => s.name === CONTROLLER)?.holders).toEqual([
+    { machine: 'r2', module: 'mesh-gateway', site: null, derived: true },
+  ]);
+});
