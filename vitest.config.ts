@@ -15,38 +15,41 @@ const require = createRequire(import.meta.url);
 const BAD_DAY = 'test/mesh/bad-day.test.ts';
 /**
  * The long files that mostly wait on the gateway's own clock (a NATS outage outlived, a claim that
- * lapses, a write retried for 15 s, a frozen replica's heartbeats going SILENT) and use little CPU
- * meanwhile, longest first (seconds alone, quiet, 2026-12-03). They start beside the bad day and
- * then one in every two of the files started, so that at any moment about one worker waits on a
- * clock while the others use the cores.
+ * lapses, a write retried, a frozen replica's heartbeats going SILENT) and use little CPU
+ * meanwhile, longest first. Seconds are vitest's per-file times in a full run on a fresh machine
+ * (2026-12-03, 305 s), then what the file's own waits were cut to since (docs/BENCHMARKS.md, "The
+ * suite's timings"). They start beside the bad day and then one in every two of the files started,
+ * so that at any moment about one worker waits on a clock while the others use the cores.
  */
 const WAITING = [
-  'test/services/hand-acts/outbox.test.ts', // 39 s: 15 s of KV retries, a 10 s claim
-  'test/services/status/takeover-after-nats-restart.test.ts', // 34 s: SILENT after 12 s, 12 s watched
+  'test/services/status/takeover-after-nats-restart.test.ts', // 54 s: SILENT after 12 s, 12 s watched
+  'test/services/hand-acts/outbox.test.ts', // 63 s, its tests' waits halved since: 3 s of KV retries, a 2 s claim
   'test/services/plans/plan-records-nats-away.test.ts', // 15 s
-  'test/services/plans/applies-nats-restart.test.ts', // 13 s
-  'test/services/status/composing-nats-away.test.ts', // 11 s: NATS away 6 s
-  'test/services/news/heard-time.test.ts', // 9 s
-  'test/store/idle-transaction.test.ts', // 9 s: PostgreSQL's idle-in-transaction time-out
-  'test/server/no-request-ends-it.test.ts', // 9 s
+  'test/services/news/heard-time.test.ts', // 15 s
+  'test/services/plans/applies-nats-restart.test.ts', // 13 s: NATS away 10 s
+  'test/server/no-request-ends-it.test.ts', // 13 s
+  'test/services/status/composing-nats-away.test.ts', // 12 s: NATS away 6 s
+  'test/store/idle-transaction.test.ts', // 9 s, 3 s less since: PostgreSQL's idle-in-transaction time-out
 ];
 /**
  * The long files that work hardest (child gateways, meshctl runs, browsers, a NATS cluster, the
  * fuzzer), longest first. They start early, between the waiting ones, and the many short files
- * come last, so the run does not end on a long file alone.
+ * come last, so the run does not end on a long file alone. The NATS cluster's file (60 s) is two
+ * since, each on a cluster of its own: the node loss about two thirds of it.
  */
 const WORKING = [
-  'test/bus/cluster.test.ts', // 29 s
-  'test/dashboard/dashboard-lookback.test.ts', // about 25 s
-  'test/services/access/jwt-sign-in.test.ts', // 23 s
-  'test/cli/meshctl.test.ts', // 20 s: a hundred meshctl processes
-  'test/mesh/sigkill.test.ts', // 20 s: ten restarts
-  'test/fuzz/doors.test.ts', // 16 s: two gateways fuzzed 12 s each
-  'test/dashboard/dashboard-browser.test.ts', // about 15 s
-  'test/services/access/jwt-door.test.ts', // 12 s: 10,000 bearers verified
+  'test/bus/cluster-node-loss.test.ts', // about 40 s: a node and a gateway killed under load
+  'test/dashboard/dashboard-lookback.test.ts', // 38 s
+  'test/cli/meshctl.test.ts', // 35 s: a hundred meshctl processes
+  'test/services/access/jwt-sign-in.test.ts', // 27 s
+  'test/bus/cluster.test.ts', // about 25 s: the cluster's other tests
+  'test/mesh/sigkill.test.ts', // 20 s: ten restarts; its last relay 8 s sooner since
+  'test/dashboard/dashboard-browser.test.ts', // 22 s
+  'test/services/access/jwt-door.test.ts', // 20 s: 10,000 bearers verified
+  'test/fuzz/doors.test.ts', // 17 s: two gateways fuzzed 12 s each
   'test/server/graphiql-offline.test.ts', // about 10 s
   'test/store/embedded-store.test.ts', // 9 s: PGlite's initdb
-  'test/services/status/status-stream-sealed.test.ts', // 9 s
+  'test/services/status/status-stream-sealed.test.ts', // 9 s, its gzip bomb 4 s less since
   'test/server/graceful-sigterm.test.ts', // 8 s
   'test/services/status/operator-truth.test.ts', // 8 s
   'test/services/status/behind.test.ts', // 8 s
