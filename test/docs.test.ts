@@ -48,6 +48,7 @@ import * as statusHistory from '../src/services/status/looking-back/history.js';
 import * as lookBackIndex from '../src/services/status/looking-back/look-back-index.js';
 import * as machineChanges from '../src/services/status/looking-back/machine-changes.js';
 import * as machineHistory from '../src/services/status/looking-back/machine-history.js';
+import * as recentWindow from '../src/services/status/looking-back/recent-window.js';
 import * as streamFollower from '../src/services/status/replicating/stream-follower.js';
 import * as streamPublisher from '../src/services/status/replicating/stream-publisher.js';
 import * as statusWire from '../src/services/status/replicating/wire.js';
@@ -101,6 +102,7 @@ const modules = [
   statusHistory,
   machineHistory,
   lookBackIndex,
+  recentWindow,
   machineChanges,
   recentDeltas,
   streamFollower,
