@@ -35,13 +35,14 @@ const WAITING = [
  * The long files that work hardest (child gateways, meshctl runs, browsers, a NATS cluster, the
  * fuzzer), longest first. They start early, between the waiting ones, and the many short files
  * come last, so the run does not end on a long file alone. The NATS cluster's file (60 s) is two
- * since, each on a cluster of its own: the node loss about two thirds of it.
+ * since, each on a cluster of its own: the node loss about two thirds of it; and jwt-sign-in's
+ * meshctl part (two tokens waited out) a file of its own.
  */
 const WORKING = [
   'test/bus/cluster-node-loss.test.ts', // about 40 s: a node and a gateway killed under load
   'test/dashboard/dashboard-lookback.test.ts', // 38 s
   'test/cli/meshctl.test.ts', // 35 s: a hundred meshctl processes
-  'test/services/access/jwt-sign-in.test.ts', // 27 s
+  'test/services/access/jwt-sign-in-meshctl.test.ts', // about 17 s: meshctl's tokens expiring (8 s, 5 s), once jwt-sign-in's
   'test/bus/cluster.test.ts', // about 25 s: the cluster's other tests
   'test/mesh/sigkill.test.ts', // 20 s: ten restarts; its last relay 8 s sooner since
   'test/dashboard/dashboard-browser.test.ts', // 22 s
@@ -49,6 +50,7 @@ const WORKING = [
   'test/fuzz/doors.test.ts', // 17 s: two gateways fuzzed 12 s each
   'test/server/graphiql-offline.test.ts', // about 10 s
   'test/store/embedded-store.test.ts', // 9 s: PGlite's initdb
+  'test/services/access/jwt-sign-in.test.ts', // about 12 s: 27 s with meshctl's part
   'test/services/status/status-stream-sealed.test.ts', // 9 s, its gzip bomb 4 s less since
   'test/server/graceful-sigterm.test.ts', // 8 s
   'test/services/status/operator-truth.test.ts', // 8 s

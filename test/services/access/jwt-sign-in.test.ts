@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,8 +10,7 @@ import WebSocket from 'ws';
 import { loadConfig } from '../../../src/config.js';
 import { startJwtVerifier } from '../../../src/services/access/jwt.js';
 import { useGateway } from '../../fixtures/gateway.js';
-import { anAgent, eventually } from '../../fixtures/live.js';
-import { MESHCTL_BUNDLE } from '../../fixtures/meshctl.js';
+import { eventually } from '../../fixtures/live.js';
 import { startTestGateway, testEnv } from '../../fixtures/services.js';
 
 // JWT sign-in beside the tokens file: MESH_JWKS_FILE / MESH_JWKS_URL, issuer, audience, scopes from a claim.
@@ -57,7 +55,7 @@ beforeAll(async () => {
   writeJwks([first]);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const { gw, env } = useGateway('jwt', { env: () => ({ MESH_JWKS_FILE: jwksPath(), MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE }) });
+const { gw } = useGateway('jwt', { env: () => ({ MESH_JWKS_FILE: jwksPath(), MESH_JWT_ISSUER: ISSUER, MESH_JWT_AUDIENCE: AUDIENCE }) });
 
 async function post(token: string, query: string, variables?: Record<string, unknown>) {
   const response = await fetch(gw.url, {
@@ -235,83 +233,6 @@ describe('MESH_JWKS_URL', () => {
     } finally {
       await gateway.stop();
       await urlEnv.cleanup();
-    }
-  }, 60_000);
-});
-
-/** `meshctl --json status --watch` as a child, with its lines as they come and its exit. */
-function watchWith(env: Record<string, string>) {
-  const child = spawn(process.execPath, [MESHCTL_BUNDLE, '--json', 'status', '--watch'], {
-    env: { ...process.env, MESH_URL: gw.url, MESH_TOKEN: '', MESH_TOKEN_FILE: '', ...env },
-  });
-  const lines: { statusChanges: { seq: number; baseSeq: number | null; full: unknown } }[] = [];
-  let buffer = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    buffer += chunk;
-    let end: number;
-    while ((end = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, end).trim();
-      buffer = buffer.slice(end + 1);
-      if (line.startsWith('{')) lines.push(JSON.parse(line));
-    }
-  });
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, lines, exited, stderr: () => stderr };
-}
-
-describe('meshctl status --watch signed in with a JWT', () => {
-  let agent: Awaited<ReturnType<typeof anAgent>>;
-  beforeAll(async () => {
-    agent = await anAgent();
-  });
-  afterAll(() => agent?.close());
-
-  test('whose token (MESH_TOKEN_FILE) expires and is refreshed resumes with after: and loses no composition', async () => {
-    const tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, await aJwt(first, { scope: 'read' }, { expiresInS: 8 }));
-    let connections = 0;
-    gw.http.wss.on('connection', () => connections++);
-    const watcher = watchWith({ MESH_TOKEN_FILE: tokenFile });
-    try {
-      await eventually(() => watcher.lines.length >= 1, 'the first composition', 30_000);
-      // A sign-in agent refreshes the file before the old token expires; the socket keeps the old one until then.
-      writeFileSync(tokenFile, await aJwt(first, { scope: 'read' }, { expiresInS: 600 }));
-      const before = watcher.lines.length;
-      agent.heartbeat(env.subjects, 'jwt-watch-1', { site: 'eu-1', modules: ['broker'] });
-      await eventually(() => gw.mesh.status.current()?.machines.some((m) => m.name === 'jwt-watch-1'), 'jwt-watch-1 composed', 30_000);
-      await eventually(() => watcher.lines.at(-1)?.statusChanges.seq === gw.mesh.status.current()?.seq, 'the watcher to catch up', 30_000);
-      // At the first token's expiry the socket is closed 4403; meshctl opens another with the fresh token.
-      await eventually(() => connections >= 2, 'meshctl to reconnect after its token expired', 30_000);
-      agent.heartbeat(env.subjects, 'jwt-watch-2', { site: 'eu-2', modules: ['broker'] });
-      await eventually(() => gw.mesh.status.current()?.machines.some((m) => m.name === 'jwt-watch-2'), 'jwt-watch-2 composed', 30_000);
-      await eventually(
-        () => watcher.lines.at(-1)?.statusChanges.seq === gw.mesh.status.current()?.seq,
-        'the watcher to catch up after its reconnection',
-        60_000,
-      );
-      const after = watcher.lines.slice(before).map((l) => l.statusChanges);
-      // Each line continues from the one before it: nothing lost, nothing sent whole again.
-      for (const [i, change] of after.entries()) {
-        expect(change.full).toBeNull();
-        expect(change.baseSeq).toBe(i === 0 ? watcher.lines[before - 1]!.statusChanges.seq : after[i - 1]!.seq);
-      }
-      expect(watcher.child.exitCode).toBeNull();
-    } finally {
-      watcher.child.kill('SIGINT');
-      await watcher.exited;
-    }
-  }, 120_000);
-
-  test('whose MESH_TOKEN expires ends with the reason (exit 1) rather than retrying a token that cannot work', async () => {
-    const watcher = watchWith({ MESH_TOKEN: await aJwt(first, { scope: 'read' }, { expiresInS: 5 }) });
-    try {
-      await eventually(() => watcher.lines.length >= 1, 'the first composition', 30_000);
-      expect(await watcher.exited).toBe(1);
-      expect(watcher.stderr()).toMatch(/4403: Forbidden: the token expired at \d{4}-/);
-    } finally {
-      watcher.child.kill('SIGINT');
     }
   }, 60_000);
 });
