@@ -24,6 +24,7 @@ const BAD_DAY = 'test/mesh/bad-day.test.ts';
 const WAITING = [
   'test/services/status/takeover-after-nats-restart.test.ts', // 54 s: SILENT after 12 s, 12 s watched
   'test/services/hand-acts/outbox.test.ts', // 63 s, its tests' waits halved since: 3 s of KV retries, a 2 s claim
+  'test/services/access/jwt-sign-in-meshctl.test.ts', // about 17 s: meshctl's tokens expiring (8 s, 5 s), once jwt-sign-in's
   'test/services/plans/plan-records-nats-away.test.ts', // 15 s
   'test/services/news/heard-time.test.ts', // 15 s
   'test/services/plans/applies-nats-restart.test.ts', // 13 s: NATS away 10 s
@@ -35,14 +36,13 @@ const WAITING = [
  * The long files that work hardest (child gateways, meshctl runs, browsers, a NATS cluster, the
  * fuzzer), longest first. They start early, between the waiting ones, and the many short files
  * come last, so the run does not end on a long file alone. The NATS cluster's file (60 s) is two
- * since, each on a cluster of its own: the node loss about two thirds of it; and jwt-sign-in's
- * meshctl part (two tokens waited out) a file of its own.
+ * since, each on a cluster of its own: the node loss about two thirds of it; jwt-sign-in's meshctl
+ * part (two tokens waited out) is a waiting file of its own.
  */
 const WORKING = [
   'test/bus/cluster-node-loss.test.ts', // about 40 s: a node and a gateway killed under load
   'test/dashboard/dashboard-lookback.test.ts', // 38 s
   'test/cli/meshctl.test.ts', // 35 s: a hundred meshctl processes
-  'test/services/access/jwt-sign-in-meshctl.test.ts', // about 17 s: meshctl's tokens expiring (8 s, 5 s), once jwt-sign-in's
   'test/bus/cluster.test.ts', // about 25 s: the cluster's other tests
   'test/mesh/sigkill.test.ts', // 20 s: ten restarts; its last relay 8 s sooner since
   'test/dashboard/dashboard-browser.test.ts', // 22 s
