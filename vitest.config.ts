@@ -48,9 +48,9 @@ const WORKING = [
   'test/dashboard/dashboard-browser.test.ts', // 22 s
   'test/services/access/jwt-door.test.ts', // 20 s: 10,000 bearers verified
   'test/fuzz/doors.test.ts', // 17 s: two gateways fuzzed 12 s each
+  'test/services/access/jwt-sign-in.test.ts', // about 12 s: 27 s with meshctl's part
   'test/server/graphiql-offline.test.ts', // about 10 s
   'test/store/embedded-store.test.ts', // 9 s: PGlite's initdb
-  'test/services/access/jwt-sign-in.test.ts', // about 12 s: 27 s with meshctl's part
   'test/services/status/status-stream-sealed.test.ts', // 9 s, its gzip bomb 4 s less since
   'test/server/graceful-sigterm.test.ts', // 8 s
   'test/services/status/operator-truth.test.ts', // 8 s
