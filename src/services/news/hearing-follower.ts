@@ -27,6 +27,12 @@ export interface FollowSource {
 /** The follower asks for this many messages at a time (the client's default is 100: too few for a replay of thousands a second). */
 const FOLLOW_BUFFER_MESSAGES = 5_000;
 
+/** A follow that ended (NATS restarted and lost its consumer) is started again this much later. */
+const FOLLOW_AGAIN_MS = 500;
+
+/** A follow that read nothing this long while the stream holds more is followed again (see `followHearing`). */
+const FOLLOW_STALL_MS = 3_000;
+
 /** How far the follower has read the news stream. */
 export interface FollowedUpTo {
   /** The stream sequence of the last message read; 0 before the first. */
@@ -60,14 +66,16 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
   let upTo: FollowedUpTo = { seq: target === 0 ? state.last_seq : 0, storedMs: fromMs };
   let reached: () => void = () => undefined;
   const caughtUp = target === 0 ? Promise.resolve() : new Promise<void>((resolve) => (reached = resolve));
-  const consumer = await source.js.consumers.get(source.stream, {
-    deliver_policy: DeliverPolicy.StartTime,
-    opt_start_time: new Date(fromMs).toISOString(),
-  });
-  let messages: ConsumerMessages | undefined = await consumer.consume({ max_messages: FOLLOW_BUFFER_MESSAGES });
+  let stopped = false;
+  let messages: ConsumerMessages | undefined;
+  const open = async (from: { deliver_policy: DeliverPolicy; opt_start_time?: string; opt_start_seq?: number }) => {
+    const consumer = await source.js.consumers.get(source.stream, from);
+    return consumer.consume({ max_messages: FOLLOW_BUFFER_MESSAGES });
+  };
+  messages = await open({ deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(fromMs).toISOString() });
   const machineSubjects = `${source.root}.news.machine.`;
-  (async () => {
-    for await (const msg of messages ?? []) {
+  const read = async (from: ConsumerMessages) => {
+    for await (const msg of from) {
       const storedMs = msg.info.timestampNanos / 1e6;
       if (msg.subject.startsWith(machineSubjects)) {
         const heardAt = new Date(Math.min(Date.now(), storedMs));
@@ -77,11 +85,73 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
       upTo = { seq: msg.seq, storedMs };
       if (msg.seq >= target) reached();
     }
+  };
+  // The client makes an ordered consumer again when it misses messages, but not when the server
+  // lost it (NATS restarted): its messages then just end. The follow starts again after the last
+  // message read, until stopped; meanwhile the watermark stays where the follow is (lag, not silence).
+  (async () => {
+    let failing = false;
+    for (;;) {
+      const following = messages;
+      if (following) {
+        await read(following).catch((err) => source.logger?.warn({ err: String(err) }, 'following the news stream for hearing broke off'));
+        if (stopped) return;
+        source.logger?.warn({ afterSeq: upTo.seq }, 'following the news stream for hearing ended: following it again after the last message read');
+      }
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_AGAIN_MS));
+      if (stopped) return;
+      messages = await open(
+        upTo.seq > 0
+          ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: upTo.seq + 1 }
+          : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(fromMs).toISOString() },
+      ).then(
+        (opened) => {
+          failing = false;
+          return opened;
+        },
+        (err) => {
+          if (!failing)
+            source.logger?.warn({ err: String(err), retryInMs: FOLLOW_AGAIN_MS }, 'following the news stream for hearing could not start again: trying again');
+          failing = true;
+          return undefined;
+        },
+      );
+      if (stopped) messages?.stop();
+    }
   })().catch((err) => source.logger?.error({ err }, 'following the news stream for hearing failed'));
+  // After NATS restarts the client's ordered consumer may wait on a consumer the server no longer
+  // has, neither ending nor delivering: a follow that read nothing for FOLLOW_STALL_MS while the
+  // stream holds more is stopped, and the loop above follows again after the last message read.
+  let lastSeq = upTo.seq;
+  let stillSince = Date.now();
+  const watchdog = setInterval(() => {
+    if (stopped || !messages) return;
+    if (upTo.seq !== lastSeq) {
+      lastSeq = upTo.seq;
+      stillSince = Date.now();
+      return;
+    }
+    if (Date.now() - stillSince < FOLLOW_STALL_MS) return;
+    void source.jsm.streams.info(source.stream).then(
+      (info) => {
+        if (stopped || upTo.seq !== lastSeq || info.state.last_seq <= upTo.seq) return;
+        source.logger?.warn(
+          { afterSeq: upTo.seq, streamSeq: info.state.last_seq, stillMs: Date.now() - stillSince },
+          'following the news stream for hearing stalled: following it again',
+        );
+        stillSince = Date.now();
+        messages?.stop();
+      },
+      () => undefined,
+    );
+  }, FOLLOW_STALL_MS / 2);
+  watchdog.unref();
   return {
     upTo: () => upTo,
     caughtUp,
     stop() {
+      stopped = true;
+      clearInterval(watchdog);
       messages?.stop();
       messages = undefined;
     },

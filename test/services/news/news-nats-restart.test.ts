@@ -81,3 +81,29 @@ test(
   },
   NEWS_ACK_WAIT_MS + 60_000,
 );
+
+test('after NATS restarts, this replica hears the news again: its watermark comes back to the clock, not further behind every second', async () => {
+  const restarted = nats.restart({ downMs: 500 });
+  await restarted;
+  // Beats after the restart, for the follower of the news stream to read.
+  for (let beat = 0; beat < 10; beat++) {
+    agent.heartbeat(env.subjects, 'after-restart', { modules: ['broker'] });
+    await agent.nc.flush().catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  await eventually(
+    async () => (await gw.mesh.hearing.refresh()).heardUntilMs > Date.now() - 3_000 && gw.mesh.hearing.machines.lastMs('after-restart') !== undefined,
+    'the watermark within 3 s of the clock and the beats after the restart heard',
+    30_000,
+    250,
+  ).catch((error: Error) => {
+    throw new Error(
+      `${error.message}; heard until ${new Date(gw.mesh.hearing.current().heardUntilMs).toISOString()}, lag ${gw.mesh.hearing.lagMs()} ms, pending ${gw.mesh.hearing.current().pending}`,
+    );
+  });
+  // Still so 10 s later: a follower that stopped would fall one more second behind each second.
+  await new Promise((r) => setTimeout(r, 10_000));
+  agent.heartbeat(env.subjects, 'after-restart', { modules: ['broker'] });
+  await agent.nc.flush();
+  await eventually(async () => (await gw.mesh.hearing.refresh()).heardUntilMs > Date.now() - 3_000, 'the watermark still within 3 s of the clock', 10_000, 250);
+}, 90_000);
