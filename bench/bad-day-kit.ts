@@ -124,7 +124,7 @@ export async function metric(g: ChildGateway, metricName: string): Promise<numbe
 }
 
 /** A process's resident memory, from ps (KiB → bytes). */
-export function rssOf(pid: number): number | undefined {
+function rssOf(pid: number): number | undefined {
   try {
     return (
       Number(
@@ -142,7 +142,7 @@ export function rssOf(pid: number): number | undefined {
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 
 /** A process's CPU time so far (user + system), in seconds, from /proc; undefined once it is gone. */
-export function cpuSecondsOf(pid: number): number | undefined {
+function cpuSecondsOf(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // After the command's closing parenthesis: state is field 3, utime 14 and stime 15.
