@@ -214,11 +214,12 @@ export const TAKEOVER_FROM_SHOWN_MACHINES = 50_000;
 /**
  * A takeover's composition at a large mesh, from the last composition this replica followed
  * (`shown`, made by the replica that served) instead of the whole store: tens of seconds at a
- * million machines (docs/status.md). The machines this replica heard newer news of than `shown`
- * shows, or does not show at all, are read again from the store, as news would have them read;
- * every state is judged again, floored by what was shown. What news does not change (seats,
- * holdings on record, aliases) was changed by an acting verb, which asks a full composition; the
- * reconciliation, when due, reads everything.
+ * million machines (docs/status.md). A machine this replica heard later than `shown` shows takes
+ * that instant from memory (at a steady mesh that is nearly every machine: reading them all again
+ * would cost what a full read does); one it heard and `shown` does not show is read from the
+ * store; every state is judged again, floored by what was shown. A change of site or modules
+ * written after `shown` was composed, and what acting verbs changed meanwhile (seats, holdings on
+ * record, aliases), are read by the reconciliation, due FULL_COMPOSE_EVERY_MS after.
  */
 export async function composeFromShown(db: Kysely<DB>, shown: Pick<Composition, 'machines' | 'seats'>, input: ComposeInput): Promise<Composed> {
   const aliases = await db.selectFrom('seat_alias').select(['alias', 'seat']).execute();
@@ -227,10 +228,9 @@ export async function composeFromShown(db: Kysely<DB>, shown: Pick<Composition, 
     aliases.map((a): [string, string] => [a.alias, a.seat]),
     input.controller,
   );
-  const touched: string[] = [];
+  const unshown: string[] = [];
   input.heard?.forEachHeard?.((machine, lastMs) => {
-    const held = view.heardMsOf(machine);
-    if (held === undefined || lastMs > held) touched.push(machine);
+    if (!view.hearLater(machine, lastMs)) unshown.push(machine);
   });
-  return { composition: await composeIncrementally(db, view, touched, input), view };
+  return { composition: await composeIncrementally(db, view, unshown, input), view };
 }

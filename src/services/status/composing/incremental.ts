@@ -140,10 +140,26 @@ export class MeshView {
     return view;
   }
 
-  /** Whether the view holds `name`, and the heard instant it holds it at. */
-  heardMsOf(name: string): number | undefined {
+  /**
+   * Takes `lastMs` as `name`'s last-heard when it is later than the view's (a takeover's memory of
+   * a beat the composition it started from did not show yet); judged at the next composition.
+   * False when the view does not hold `name`.
+   */
+  hearLater(name: string, lastMs: number): boolean {
     const at = this.index.get(name);
-    return at === undefined ? undefined : this.entries[at]!.heardMs;
+    if (at === undefined) return false;
+    const entry = this.entries[at]!;
+    if (lastMs <= entry.heardMs) return true;
+    this.heap.remove(entry);
+    const later: Entry = {
+      status: { ...entry.status, lastHeardAt: new Date(lastMs).toISOString() },
+      heardMs: lastMs,
+      nextMs: Number.POSITIVE_INFINITY,
+      heapAt: -1,
+    };
+    this.entries[at] = later;
+    this.unjudged.push(later);
+    return true;
   }
 
   /** How many machines the view holds. */
