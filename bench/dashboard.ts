@@ -40,6 +40,8 @@ const ms = (x: number) => `${x.toFixed(2)} ms`;
  * Timing `mesh:delta`, the apply plus the DOM it touches) and the frames drawn meanwhile.
  */
 export async function run(): Promise<string> {
+  // BENCH_DASHBOARD_LARGE_ONLY=1: only the large mesh's view (the million), not the whole page's runs before it.
+  if (process.env.BENCH_DASHBOARD_LARGE_ONLY === '1') return runLarge(LARGE_MACHINES);
   const lines = [await runUpdates()];
   for (const size of LOOK_SIZES) lines.push(await runLookBack(size));
   lines.push(await runLarge(LARGE_MACHINES));
