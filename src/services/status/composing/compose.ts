@@ -68,9 +68,10 @@ export interface ComposeInput {
   deaf?: readonly DeafSpan[];
   /**
    * The last composition shown (the feed's, whichever replica made it): a full composition never
-   * shows a machine better than it did for the same last-heard instant (`flooredState`).
+   * shows a machine better than it did for the same last-heard instant (`flooredState`). With its
+   * seats, a takeover at a large mesh starts from it (`composeFromShown`).
    */
-  shown?: Pick<Composition, 'machines'>;
+  shown?: Pick<Composition, 'machines'> & Partial<Pick<Composition, 'seats'>>;
   /** When each machine was last heard, as this replica's memory holds it: the store keeps a checkpoint (issue 37). */
   heard?: { lastHeardAt(machine: string, storedIso: string): string; forEachHeard?(visit: (machine: string, lastMs: number) => void): void };
 }

@@ -87,9 +87,9 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
     },
     async compose(step, input) {
       const shown = input.shown;
-      if (!view && shown && 'seats' in shown && shown.machines.length >= TAKEOVER_FROM_SHOWN_MACHINES && TAKING_OVER.test(input.trigger)) {
+      if (!view && shown?.seats && shown.machines.length >= TAKEOVER_FROM_SHOWN_MACHINES && TAKING_OVER.test(input.trigger)) {
         const startedAt = now();
-        const composed = await composeFromShown(db, shown as Pick<Composition, 'machines' | 'seats'>, input);
+        const composed = await composeFromShown(db, { machines: shown.machines, seats: shown.seats }, input);
         view = composed.view;
         // The reconciliation comes as after a quick full composition: FULL_COMPOSE_EVERY_MS on.
         lastFullAt = startedAt;
