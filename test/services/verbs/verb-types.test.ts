@@ -2,9 +2,9 @@ import { expect, expectTypeOf, test } from 'vitest';
 import type { pushVerb } from '../../../src/services/plans/verbs.js';
 import { type ArgsOf, actingVerb } from '../../../src/services/verbs/verb.js';
 
-// These assertions are type-checked in `vitest run` (test/type-tests.test.ts runs tsc over
-// tsconfig.types.json) as well as by `tsc`: an `expectTypeOf` that no longer holds, or an
-// `@ts-expect-error` that no longer errors, fails `vitest run`, so the verb typing cannot silently loosen.
+// These assertions are type-checked by `npm run typecheck:gateway` (tsconfig.json includes test/),
+// which `npm test` runs beside the files: an `expectTypeOf` that no longer holds, or an
+// `@ts-expect-error` that no longer errors, fails `npm test`, so the verb typing cannot silently loosen.
 
 test("a verb handler's arguments are typed from the verb's declaration", () => {
   type PushArgs = ArgsOf<(typeof pushVerb)['args']>;
