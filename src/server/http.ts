@@ -104,6 +104,8 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
   const fast = statusCache ? statusFastPath({ cache: statusCache, access, rate, guards, log, endpoint: '/graphql' }) : undefined;
   const listener = requestListener({ yoga, access, logger, guards, streams: held, drain, metrics, dashboard: dashboardFiles(), fast });
   const server = createServer(log.http(listener));
+  server.keepAliveTimeout = KEEP_ALIVE_IDLE_MS;
+  server.headersTimeout = KEEP_ALIVE_IDLE_MS + 1_000;
   wss = webSocketServer(server, guards, logger);
   listenForServerErrors(server, wss, logger);
   const wsServer = serveGraphqlWs({ wss, yoga, access, logger, fanout, doors, guards, persisted, accessLog: log });
@@ -126,6 +128,15 @@ export function buildHttpApp(options: ServerOptions): HttpApp {
     },
   };
 }
+
+/**
+ * How long an idle keep-alive connection is kept (Node's default is 5 s). A request sent on a
+ * connection just as the gateway closes it is reset: a 502 at a load balancer, ECONNRESET at a
+ * client (seen in the suite: a client whose process stalled a few seconds between requests). This
+ * outlasts the balancers' usual idle time-out (60 s), so the balancer, not the gateway, closes an
+ * idle connection; headers must then come within a second more than this (Node's default 60 s).
+ */
+export const KEEP_ALIVE_IDLE_MS = 65_000;
 
 /** Listens on `host`:`port`; resolves with the GraphQL endpoint's URL. */
 function listen(server: Server, host: string, port: number): Promise<string> {
