@@ -134,6 +134,8 @@ async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, st
   const callsRunning = await input.sources.callsRunning();
   const handActs = await input.sources.handActsSince(new Date(now.getTime() - HAND_ACT_WEEK_MS));
   const seatStatuses = view.seats(input.controller, input.servingReplica);
+  // Before tookMs: at a million machines the list's copy is most of an incremental composition.
+  const machines = view.machines(judgingOf(input, now));
   return Object.freeze({
     seq: input.seq,
     controller: input.controller,
@@ -141,7 +143,7 @@ async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, st
     tookMs: Math.round((performance.now() - started) * 100) / 100,
     trigger: input.trigger,
     heardUntil: new Date(heardUntilMs(input, now)).toISOString(),
-    machines: view.machines(judgingOf(input, now)),
+    machines,
     seats: seatStatuses,
     unheldSeats: seatStatuses.filter((s) => !s.held).map((s) => s.name),
     callsRunning,

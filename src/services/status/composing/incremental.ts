@@ -198,16 +198,25 @@ export class MeshView {
     const rowOf = new Map(rows.map((r) => [r.name, r]));
     const byMachine = holdingsOf(holdings);
     const touched = new Set(names);
-    const seats = new Set<string>();
+    /** Each seat whose holders change, and the machines whose holders in it are swapped. */
+    const seats = new Map<string, Set<string>>();
+    const swapIn = (seat: string, machine: string) => {
+      const of = seats.get(seat);
+      if (of) of.add(machine);
+      else seats.set(seat, new Set([machine]));
+    };
     const added: Entry[] = [];
     let removed = false;
     for (const name of touched) {
       const at = this.index.get(name);
       const before = at === undefined ? undefined : this.entries[at]!;
-      for (const h of before?.status.holdings ?? []) seats.add(h.seat);
       const row = rowOf.get(name);
       const held = byMachine.get(name) ?? [];
-      for (const h of held) seats.add(h.seat);
+      // A beat that changed neither site nor holdings (nearly every one) leaves every seat as it was.
+      if (!before || !row || !holdsAsBefore(before.status, row.site, held)) {
+        for (const h of before?.status.holdings ?? []) swapIn(h.seat, name);
+        for (const h of held) swapIn(h.seat, name);
+      }
       if (!row) {
         if (at !== undefined) {
           this.heap.remove(this.entries[at]!);
@@ -234,21 +243,13 @@ export class MeshView {
     if (removed) this.entries = this.entries.filter((e) => e !== undefined);
     if (added.length) this.entries = mergeSorted(this.entries, added.sort(byEntryName), byEntryName);
     if (removed || added.length) this.reindex();
-    const arriving = new Map<string, HolderStatus[]>();
-    for (const name of touched) {
-      for (const h of byMachine.get(name) ?? []) {
-        let of = arriving.get(h.seat);
-        if (!of) arriving.set(h.seat, (of = []));
-        of.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
-      }
-    }
-    for (const seat of seats) {
-      // A seat may have 100,000 holders: the kept ones stay in order, only those arriving are sorted.
-      const kept = mergeSorted(
-        (this.holders.get(seat) ?? []).filter((h) => !touched.has(h.machine)),
-        (arriving.get(seat) ?? []).sort(byHolder),
-        byHolder,
-      );
+    for (const [seat, machines] of seats) {
+      const arriving: HolderStatus[] = [];
+      for (const machine of machines)
+        for (const h of byMachine.get(machine) ?? []) if (h.seat === seat) arriving.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
+      // A seat may have a million holders: the swapped machines' runs are found by binary search,
+      // the rest copied as they are, never compared.
+      const kept = swapHolders(this.holders.get(seat) ?? [], [...machines].sort(byName), arriving.sort(byHolder));
       if (kept.length) this.holders.set(seat, kept);
       else this.holders.delete(seat);
       const at = this.seatIndex.get(seat);
@@ -367,6 +368,51 @@ function sameDeaf(a: readonly DeafSpan[] | undefined, b: readonly DeafSpan[] | u
   if (x.length !== y.length) return false;
   for (let i = 0; i < x.length; i++) if (x[i]!.fromMs !== y[i]!.fromMs || x[i]!.toMs !== y[i]!.toMs) return false;
   return true;
+}
+
+/** Whether a machine read again holds what it held, at the same site: its seats' holders are unchanged. */
+function holdsAsBefore(shown: MachineStatus, site: string | null, held: readonly Held[]): boolean {
+  if (shown.site !== site || shown.holdings.length !== held.length) return false;
+  for (let i = 0; i < held.length; i++) {
+    const a = shown.holdings[i]!;
+    const b = held[i]!;
+    if (a.seat !== b.seat || a.module !== b.module || a.derived !== b.derived) return false;
+  }
+  return true;
+}
+
+/** The first index from `from` whose holder's machine is not before `machine` (`holders` sorted by holder). */
+function firstHolderAt(holders: readonly HolderStatus[], machine: string, from: number, past: boolean): number {
+  let lo = from;
+  let hi = holders.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const order = byName(holders[mid]!.machine, machine);
+    if (order < 0 || (past && order === 0)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * `holders` (sorted by holder) with every holder of the machines `machines` (sorted by name)
+ * swapped for `arriving` (theirs, sorted by holder): a new list, the old one left as it is (a
+ * composition shown holds it).
+ */
+export function swapHolders(holders: readonly HolderStatus[], machines: readonly string[], arriving: readonly HolderStatus[]): HolderStatus[] {
+  const out: HolderStatus[] = [];
+  let from = 0;
+  let j = 0;
+  for (const machine of machines) {
+    const lo = firstHolderAt(holders, machine, from, false);
+    const hi = firstHolderAt(holders, machine, lo, true);
+    for (let i = from; i < lo; i++) out.push(holders[i]!);
+    while (j < arriving.length && byName(arriving[j]!.machine, machine) <= 0) out.push(arriving[j++]!);
+    from = hi;
+  }
+  for (let i = from; i < holders.length; i++) out.push(holders[i]!);
+  while (j < arriving.length) out.push(arriving[j++]!);
+  return out;
 }
 
 /** Two lists sorted by `order` merged into one, in one pass. */
