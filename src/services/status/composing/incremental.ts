@@ -400,18 +400,30 @@ function firstHolderAt(holders: readonly HolderStatus[], machine: string, from: 
  * composition shown holds it).
  */
 export function swapHolders(holders: readonly HolderStatus[], machines: readonly string[], arriving: readonly HolderStatus[]): HolderStatus[] {
-  const out: HolderStatus[] = [];
+  // The runs to copy, found first (from and to, of `holders` or of `arriving`), then copied once
+  // into a list of their whole length: pushing a million holders one by one took 140-650 ms.
+  const runs: [list: readonly HolderStatus[], from: number, to: number][] = [];
+  let length = 0;
+  const run = (list: readonly HolderStatus[], from: number, to: number) => {
+    if (to > from) runs.push([list, from, to]);
+    length += to - from;
+  };
   let from = 0;
   let j = 0;
   for (const machine of machines) {
     const lo = firstHolderAt(holders, machine, from, false);
     const hi = firstHolderAt(holders, machine, lo, true);
-    for (let i = from; i < lo; i++) out.push(holders[i]!);
-    while (j < arriving.length && byName(arriving[j]!.machine, machine) <= 0) out.push(arriving[j++]!);
+    run(holders, from, lo);
+    const first = j;
+    while (j < arriving.length && byName(arriving[j]!.machine, machine) <= 0) j++;
+    run(arriving, first, j);
     from = hi;
   }
-  for (let i = from; i < holders.length; i++) out.push(holders[i]!);
-  while (j < arriving.length) out.push(arriving[j++]!);
+  run(holders, from, holders.length);
+  run(arriving, j, arriving.length);
+  const out = new Array<HolderStatus>(length);
+  let at = 0;
+  for (const [list, start, to] of runs) for (let i = start; i < to; i++) out[at++] = list[i]!;
   return out;
 }
 
