@@ -246,7 +246,8 @@ export class MeshView {
     for (const [seat, machines] of seats) {
       const arriving: HolderStatus[] = [];
       for (const machine of machines)
-        for (const h of byMachine.get(machine) ?? []) if (h.seat === seat) arriving.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
+        for (const h of byMachine.get(machine) ?? [])
+          if (h.seat === seat) arriving.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
       // A seat may have a million holders: the swapped machines' runs are found by binary search,
       // the rest copied as they are, never compared.
       const kept = swapHolders(this.holders.get(seat) ?? [], [...machines].sort(byName), arriving.sort(byHolder));
@@ -399,7 +400,7 @@ function firstHolderAt(holders: readonly HolderStatus[], machine: string, from: 
  * swapped for `arriving` (theirs, sorted by holder): a new list, the old one left as it is (a
  * composition shown holds it).
  */
-export function swapHolders(holders: readonly HolderStatus[], machines: readonly string[], arriving: readonly HolderStatus[]): HolderStatus[] {
+function swapHolders(holders: readonly HolderStatus[], machines: readonly string[], arriving: readonly HolderStatus[]): HolderStatus[] {
   // The runs to copy, found first (from and to, of `holders` or of `arriving`), then copied once
   // into a list of their whole length: pushing a million holders one by one took 140-650 ms.
   const runs: [list: readonly HolderStatus[], from: number, to: number][] = [];
