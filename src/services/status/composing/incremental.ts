@@ -1,8 +1,8 @@
 import { byName } from '../../../kernel/names.js';
 import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs } from '../../machines/machines.js';
-import type { Holding } from '../../seats/holdings.js';
 import type { Composition, HolderStatus, MachineStatus, SeatStatus } from '../composition.js';
 import { CrossingHeap } from './crossing-heap.js';
+import { byHolder, type Held, holdingsOf, holdsAsBefore, seatStatus, swapHolders } from './holders.js';
 
 /** One machine as the store answers it for a composition: instants are ISO strings, modules sorted. */
 export interface MachineRow {
@@ -11,9 +11,6 @@ export interface MachineRow {
   lastHeardAt: string;
   modules: string[];
 }
-
-/** A holding as a composition needs it. */
-type Held = Pick<Holding, 'seat' | 'machine' | 'module' | 'site' | 'derived'>;
 
 /** One machine as the incremental read answers it: its row, every running module with its claims, its holdings on record. */
 export interface TouchedRow extends MachineRow {
@@ -34,18 +31,6 @@ interface Entry {
   /** Its place in the view's crossing heap; -1 when not in it. */
   heapAt: number;
 }
-
-const holdingsOf = (holdings: readonly Held[]): Map<string, Held[]> => {
-  const byMachine = new Map<string, Held[]>();
-  for (const h of holdings) {
-    const of = byMachine.get(h.machine);
-    if (of) of.push(h);
-    else byMachine.set(h.machine, [h]);
-  }
-  return byMachine;
-};
-
-const byHolder = (a: HolderStatus, b: HolderStatus): number => byName(a.machine, b.machine) || byName(a.module, b.module);
 
 /**
  * The mesh as the last composition saw it, kept in memory by the serving replica so a composition
@@ -359,8 +344,6 @@ export class MeshView {
   }
 }
 
-const seatStatus = (name: string, holders: HolderStatus[]): SeatStatus => ({ name, held: holders.length > 0, holders });
-
 /** Whether two lists of deaf spans say the same (the hearing makes a new list at each read while NATS is away). */
 function sameDeaf(a: readonly DeafSpan[] | undefined, b: readonly DeafSpan[] | undefined): boolean {
   if (a === b) return true;
@@ -369,63 +352,6 @@ function sameDeaf(a: readonly DeafSpan[] | undefined, b: readonly DeafSpan[] | u
   if (x.length !== y.length) return false;
   for (let i = 0; i < x.length; i++) if (x[i]!.fromMs !== y[i]!.fromMs || x[i]!.toMs !== y[i]!.toMs) return false;
   return true;
-}
-
-/** Whether a machine read again holds what it held, at the same site: its seats' holders are unchanged. */
-function holdsAsBefore(shown: MachineStatus, site: string | null, held: readonly Held[]): boolean {
-  if (shown.site !== site || shown.holdings.length !== held.length) return false;
-  for (let i = 0; i < held.length; i++) {
-    const a = shown.holdings[i]!;
-    const b = held[i]!;
-    if (a.seat !== b.seat || a.module !== b.module || a.derived !== b.derived) return false;
-  }
-  return true;
-}
-
-/** The first index from `from` whose holder's machine is not before `machine` (`holders` sorted by holder). */
-function firstHolderAt(holders: readonly HolderStatus[], machine: string, from: number, past: boolean): number {
-  let lo = from;
-  let hi = holders.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const order = byName(holders[mid]!.machine, machine);
-    if (order < 0 || (past && order === 0)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/**
- * `holders` (sorted by holder) with every holder of the machines `machines` (sorted by name)
- * swapped for `arriving` (theirs, sorted by holder): a new list, the old one left as it is (a
- * composition shown holds it).
- */
-function swapHolders(holders: readonly HolderStatus[], machines: readonly string[], arriving: readonly HolderStatus[]): HolderStatus[] {
-  // The runs to copy, found first (from and to, of `holders` or of `arriving`), then copied once
-  // into a list of their whole length: pushing a million holders one by one took 140-650 ms.
-  const runs: [list: readonly HolderStatus[], from: number, to: number][] = [];
-  let length = 0;
-  const run = (list: readonly HolderStatus[], from: number, to: number) => {
-    if (to > from) runs.push([list, from, to]);
-    length += to - from;
-  };
-  let from = 0;
-  let j = 0;
-  for (const machine of machines) {
-    const lo = firstHolderAt(holders, machine, from, false);
-    const hi = firstHolderAt(holders, machine, lo, true);
-    run(holders, from, lo);
-    const first = j;
-    while (j < arriving.length && byName(arriving[j]!.machine, machine) <= 0) j++;
-    run(arriving, first, j);
-    from = hi;
-  }
-  run(holders, from, holders.length);
-  run(arriving, j, arriving.length);
-  const out = new Array<HolderStatus>(length);
-  let at = 0;
-  for (const [list, start, to] of runs) for (let i = start; i < to; i++) out[at++] = list[i]!;
-  return out;
 }
 
 /** Two lists sorted by `order` merged into one, in one pass. */
