@@ -17,6 +17,22 @@ export const NAME_RULE = `1 to ${NAME_MAX} letters, digits, '-' or '_'`;
 export const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
+ * In `items` sorted by `nameOf` in name order (`byName`), the first index from `from` whose name
+ * is not before `name`, or with `past` not before or at it: a binary search.
+ */
+export function nameIndex<T>(items: readonly T[], nameOf: (item: T) => string, name: string, from = 0, past = false): number {
+  let lo = from;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const order = byName(nameOf(items[mid]!), name);
+    if (order < 0 || (past && order === 0)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
  * The first string after every name that starts with `prefix`, in code-unit order: the prefix with
  * its last character raised by one. Names are ASCII, so `[prefix, prefixEnd(prefix))` is exactly
  * the names that start with it, one range of an index in code-unit order (COLLATE "C").

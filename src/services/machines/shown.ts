@@ -1,4 +1,4 @@
-import { byName } from '../../kernel/names.js';
+import { nameIndex } from '../../kernel/names.js';
 import type { Db } from '../../store/db.js';
 import type { HeardOf } from './heard.js';
 import { flooredState, type Judging, listMachines, type Machine, type MachineFilter, type MachineState, machineState } from './machines.js';
@@ -34,14 +34,7 @@ export interface MachineReading {
 export function shownMachine(shown: Shown | undefined, name: string): ShownMachine | undefined {
   const machines = shown?.machines;
   if (!machines) return undefined;
-  let lo = 0;
-  let hi = machines.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (byName(machines[mid]!.name, name) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  const found = machines[lo];
+  const found = machines[nameIndex(machines, (m) => m.name, name)];
   return found?.name === name ? found : undefined;
 }
 

@@ -1,4 +1,4 @@
-import { byName } from '../../../kernel/names.js';
+import { byName, nameIndex } from '../../../kernel/names.js';
 import type { Holding } from '../../seats/holdings.js';
 import type { HolderStatus, MachineStatus, SeatStatus } from '../composition.js';
 
@@ -22,6 +22,9 @@ export const holdingsOf = (holdings: readonly Held[]): Map<string, Held[]> => {
 /** A seat's holders' order: by machine, then module, in name order. */
 export const byHolder = (a: HolderStatus, b: HolderStatus): number => byName(a.machine, b.machine) || byName(a.module, b.module);
 
+/** A holder's machine, the first key of a seat's holders' order. */
+const machineOf = (h: HolderStatus): string => h.machine;
+
 /** A seat's status from its holders. */
 export const seatStatus = (name: string, holders: HolderStatus[]): SeatStatus => ({ name, held: holders.length > 0, holders });
 
@@ -34,19 +37,6 @@ export function holdsAsBefore(shown: MachineStatus, site: string | null, held: r
     if (a.seat !== b.seat || a.module !== b.module || a.derived !== b.derived) return false;
   }
   return true;
-}
-
-/** The first index from `from` whose holder's machine is not before `machine` (`holders` sorted by holder). */
-function firstHolderAt(holders: readonly HolderStatus[], machine: string, from: number, past: boolean): number {
-  let lo = from;
-  let hi = holders.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const order = byName(holders[mid]!.machine, machine);
-    if (order < 0 || (past && order === 0)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /**
@@ -66,8 +56,8 @@ export function swapHolders(holders: readonly HolderStatus[], machines: readonly
   let from = 0;
   let j = 0;
   for (const machine of machines) {
-    const lo = firstHolderAt(holders, machine, from, false);
-    const hi = firstHolderAt(holders, machine, lo, true);
+    const lo = nameIndex(holders, machineOf, machine, from);
+    const hi = nameIndex(holders, machineOf, machine, lo, true);
     run(holders, from, lo);
     const first = j;
     while (j < arriving.length && byName(arriving[j]!.machine, machine) <= 0) j++;
