@@ -1,12 +1,13 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { connect, type NatsConnection, RequestError } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { bucketNames, streamOf } from '../../src/bus/buckets.js';
 import { newsStreamName } from '../../src/bus/news-stream.js';
 import { statusStreamName } from '../../src/bus/status-stream.js';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../../src/services/replicas/leases.js';
+import { anActTally, tallyRecordHandAct } from '../fixtures/calls.js';
 import { type ChildGateway, spawnGateway } from '../fixtures/child.js';
 import { eventually } from '../fixtures/live.js';
 import { type NatsCluster, startNatsCluster } from '../fixtures/nats-cluster.js';
@@ -125,33 +126,20 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3, losing a node and a
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
-    const acknowledged: { callId: string; handActId: string; why: string }[] = [];
-    const counts = { sent: 0, acknowledged: 0, refused: 0, unanswered: 0, noResponders: 0 };
-    const refusals: string[] = [];
+    const tally = anActTally();
+    const { counts, acknowledged, refusals } = tally;
     const sender = async (s: number) => {
       // Each sender is a caller of its own and stays within its kept share (issue 35): every call it has acknowledged must still be read.
       for (let n = 0; loading && n < SENDER_CALLS_MAX; n++) {
         const why = `sender ${s} call ${n}`;
-        try {
-          const reply = await nc.request(
-            `${subjects}.seat.${controller}.recordHandAct.cluster-tester-${s}`,
-            JSON.stringify({ act: 'restarted', target: `m${s}`, why, cause: 'cluster' }),
-            { timeout: 3_000 },
-          );
-          counts.sent++;
-          const body = reply.json<any>();
-          const callId = reply.headers?.get('Mesh-Call');
-          if (body.ok === true && callId) {
-            counts.acknowledged++;
-            acknowledged.push({ callId, handActId: body.answer.id, why });
-          } else {
-            counts.refused++;
-            refusals.push(JSON.stringify(body));
-          }
-        } catch (error) {
-          if (error instanceof RequestError && error.isNoResponders()) counts.noResponders++;
-          else counts.sent++, counts.unanswered++;
-        }
+        await tallyRecordHandAct(
+          nc,
+          { subjects, controller },
+          `cluster-tester-${s}`,
+          { act: 'restarted', target: `m${s}`, why, cause: 'cluster' },
+          3_000,
+          tally,
+        );
         await new Promise((r) => setTimeout(r, 30));
       }
     };

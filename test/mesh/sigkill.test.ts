@@ -1,6 +1,7 @@
-import { connect, type NatsConnection, RequestError } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../../src/services/replicas/leases.js';
+import { anActTally, tallyRecordHandAct } from '../fixtures/calls.js';
 import { type ChildGateway, spawnGateway } from '../fixtures/child.js';
 import { eventually } from '../fixtures/live.js';
 import { type TestEnv, testEnv } from '../fixtures/services.js';
@@ -35,12 +36,6 @@ async function start(): Promise<ChildGateway> {
   const child = await spawnGateway({ ...env.env, MESH_OUTBOX_CLAIM_S: '2' });
   children.push(child);
   return child;
-}
-
-interface Acknowledged {
-  callId: string;
-  handActId: string;
-  why: string;
 }
 
 const HAND_ACTS = `query($after: String) { handActs(cause: "sigkill", first: 500, after: $after) {
@@ -78,41 +73,18 @@ async function callStates(gateway: ChildGateway): Promise<Record<string, number>
 }
 
 test('ten SIGKILLs under acting NATS calls: every acknowledged call reads OK with its hand-act, and none is left RUNNING', async () => {
-  const acknowledged: Acknowledged[] = [];
-  const counts = { sent: 0, acknowledged: 0, refused: 0, unanswered: 0, noResponders: 0 };
-  const refusals: string[] = [];
+  const tally = anActTally();
+  const { counts, acknowledged, refusals } = tally;
   let sending = true;
   const sender = async (s: number) => {
     for (let n = 0; sending && counts.sent < CALLS_MAX; n++) {
       const why = `sender ${s} call ${n}`;
-      let pause = PAUSE_MS;
-      try {
-        const reply = await nc.request(
-          // A caller keeps at most CALLS_KEPT_PER_CALLER (100) calls (issue 35): each caller here sends
-          // at most 50, so every acknowledged call is still kept when they are read.
-          `${env.subjects}.seat.${env.controller}.recordHandAct.sigkill-tester-${s}-${Math.floor(n / 50)}`,
-          JSON.stringify({ act: 'restarted', target: `m${s}`, why, cause: 'sigkill' }),
-          { timeout: 2_000 },
-        );
-        counts.sent++;
-        const body = reply.json<any>();
-        const callId = reply.headers?.get('Mesh-Call');
-        if (body.ok === true && callId) {
-          counts.acknowledged++;
-          acknowledged.push({ callId, handActId: body.answer.id, why });
-        } else {
-          counts.refused++;
-          refusals.push(JSON.stringify(body));
-        }
-      } catch (error) {
-        if (error instanceof RequestError && error.isNoResponders()) {
-          counts.noResponders++; // no gateway runs: nothing was recorded
-          pause = IDLE_MS;
-        } else {
-          counts.sent++;
-          counts.unanswered++; // the gateway was killed before it answered: the call may or may not be done
-        }
-      }
+      // A caller keeps at most CALLS_KEPT_PER_CALLER (100) calls (issue 35): each caller here sends
+      // at most 50, so every acknowledged call is still kept when they are read.
+      const user = `sigkill-tester-${s}-${Math.floor(n / 50)}`;
+      const outcome = await tallyRecordHandAct(nc, env, user, { act: 'restarted', target: `m${s}`, why, cause: 'sigkill' }, 2_000, tally);
+      // No responders: no gateway runs between a kill and the restart.
+      const pause = outcome === 'no responders' ? IDLE_MS : PAUSE_MS;
       await new Promise((r) => setTimeout(r, pause));
     }
   };
