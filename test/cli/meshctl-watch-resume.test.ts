@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { anAgent, eventually } from '../fixtures/live.js';
-import { MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
+import { collectJsonLines, MESHCTL_BUNDLE } from '../fixtures/meshctl.js';
 import { startTestGateway, type TestEnv, type TestGateway, testEnv } from '../fixtures/services.js';
 
 let env: TestEnv;
@@ -38,16 +38,7 @@ test('meshctl status --watch, its gateway restarted, resumes with the deltas sin
     env: { ...process.env, MESH_URL: gateway.url },
   });
   const lines: Line[] = [];
-  let buffer = '';
-  child.stdout.on('data', (chunk) => {
-    buffer += chunk;
-    let end: number;
-    while ((end = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, end).trim();
-      buffer = buffer.slice(end + 1);
-      if (line.startsWith('{')) lines.push(JSON.parse(line));
-    }
-  });
+  collectJsonLines(child.stdout, lines);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   try {
     await eventually(() => lines.length >= 1, 'the first composition', 30_000);

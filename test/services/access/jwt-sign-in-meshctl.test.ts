@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { useGateway } from '../../fixtures/gateway.js';
 import { aJwksFile, aJwtOf, aSigningKey, type SigningKey } from '../../fixtures/jwks.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
-import { MESHCTL_BUNDLE } from '../../fixtures/meshctl.js';
+import { collectJsonLines, MESHCTL_BUNDLE } from '../../fixtures/meshctl.js';
 
 // meshctl signed in with a JWT (MESH_TOKEN, or MESH_TOKEN_FILE that a sign-in agent refreshes) while
 // its token expires: the part of jwt-sign-in.test.ts that waits out tokens' lifetimes, in a file of
@@ -28,17 +28,8 @@ function watchWith(env: Record<string, string>) {
     env: { ...process.env, MESH_URL: gw.url, MESH_TOKEN: '', MESH_TOKEN_FILE: '', ...env },
   });
   const lines: { statusChanges: { seq: number; baseSeq: number | null; full: unknown } }[] = [];
-  let buffer = '';
   let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    buffer += chunk;
-    let end: number;
-    while ((end = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, end).trim();
-      buffer = buffer.slice(end + 1);
-      if (line.startsWith('{')) lines.push(JSON.parse(line));
-    }
-  });
+  collectJsonLines(child.stdout, lines);
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, lines, exited, stderr: () => stderr };
