@@ -52,7 +52,9 @@ test('a batch the store refuses is split until the one message it refuses is fou
   }
   await agent.nc.flush();
   await eventually(() => gw.news.stats.poison - before.poison === 1, 'the poison message found', 30_000, 50);
-  await gw.news.flush();
+  // Messages past the poison may still be on their way from NATS when it is found: a flush alone
+  // wrote what had come (1,985 of 2,000, once, on Node 22 in CI).
+  await eventually(async () => (await heartbeatCounts('g-')).length === 2_000, 'the 2,000 good heartbeats', 30_000, 100);
   const counts = await heartbeatCounts('g-');
   expect(counts).toHaveLength(2_000);
   expect(counts.every((n) => n === 1)).toBe(true);
