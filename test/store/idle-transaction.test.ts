@@ -12,9 +12,12 @@ test('a transaction left waiting between statements is ended by PostgreSQL, its 
     let woke = false;
     let otherWent = () => {};
     const otherWrote = new Promise<void>((resolve) => (otherWent = resolve));
+    let tookLock = () => {};
+    const locked = new Promise<void>((resolve) => (tookLock = resolve));
     let cap: NodeJS.Timeout | undefined;
     const frozen = store.db.transaction().execute(async (tx) => {
       await tx.selectFrom('machine').select('name').where('name', '=', 'locked-1').forUpdate().execute();
+      tookLock();
       // Frozen: nothing sent to PostgreSQL until the other writer went through (which it can only
       // once PostgreSQL ended this session), or at most 3 s longer than PostgreSQL allows.
       await Promise.race([otherWrote, new Promise((resolve) => (cap = setTimeout(resolve, STORE_IDLE_IN_TRANSACTION_MS + 3_000)))]);
@@ -23,9 +26,14 @@ test('a transaction left waiting between statements is ended by PostgreSQL, its 
       await tx.updateTable('machine').set({ heartbeats: 99 }).where('name', '=', 'locked-1').execute();
     });
     frozen.catch(() => undefined);
+    // The other writer starts only once the frozen transaction holds the row: started together,
+    // it could win the row first and never wait (what failed once, Node 22 in CI).
+    await Promise.race([locked, frozen]);
+    const waitFrom = Date.now();
     // Another writer waits on the lock, and gets it once the frozen session is ended, before the frozen one wakes.
     await store.db.updateTable('machine').set({ heartbeats: 1 }).where('name', '=', 'locked-1').execute();
     expect(woke).toBe(false);
+    expect(Date.now() - waitFrom).toBeGreaterThanOrEqual(STORE_IDLE_IN_TRANSACTION_MS - 100);
     otherWent();
     await expect(frozen).rejects.toThrow(/connection|idle-in-transaction|terminat/i);
     const row = await store.db.selectFrom('machine').select('heartbeats').where('name', '=', 'locked-1').executeTakeFirstOrThrow();
