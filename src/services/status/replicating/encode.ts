@@ -1,5 +1,5 @@
-import { promisify } from 'node:util';
-import { gzip, constants as zlib } from 'node:zlib';
+import { createGzip, constants as zlib } from 'node:zlib';
+import { stringifyChunked } from '@discoveryjs/json-ext';
 import { headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { Composition } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
@@ -15,10 +15,67 @@ import {
   type StreamKind,
 } from './wire.js';
 
-const gzipAsync = promisify(gzip);
-
 /** Room left in a NATS message for headers and protocol framing. */
 const PAYLOAD_HEADROOM = 8 * 1024;
+/**
+ * A status message's JSON is written this many characters at a time, the event loop free between
+ * pieces: a million machines' composition is 155 MB of JSON, which JSON.stringify wrote in one go
+ * of 0.7–1.1 s and Buffer.from copied in 0.2–0.8 s more, every request and beat waiting
+ * (docs/BENCHMARKS.md, "A snapshot at a million machines without stopping the gateway").
+ */
+const STATUS_JSON_PIECE_CHARS = 64 * 1024;
+
+/** The JSON of `value` as Buffers of about STATUS_JSON_PIECE_CHARS, a turn of the event loop between them. */
+async function jsonPieces(value: Composition | StatusDelta): Promise<{ pieces: Buffer[]; bytes: number }> {
+  const pieces: Buffer[] = [];
+  let bytes = 0;
+  for (const chunk of stringifyChunked(value, { highWaterMark: STATUS_JSON_PIECE_CHARS })) {
+    if (pieces.length > 0) await new Promise((resolve) => setImmediate(resolve));
+    const piece = Buffer.from(chunk);
+    pieces.push(piece);
+    bytes += piece.length;
+  }
+  return { pieces, bytes };
+}
+
+/** The pieces gzipped (zlib's thread pool, off the event loop), as one Buffer. */
+function gzipPieces(pieces: readonly Buffer[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const gzip = createGzip({ level: zlib.Z_BEST_SPEED });
+    const out: Buffer[] = [];
+    gzip.on('data', (chunk: Buffer) => out.push(chunk));
+    gzip.on('error', reject);
+    gzip.on('end', () => resolve(Buffer.concat(out)));
+    for (const piece of pieces) gzip.write(piece);
+    gzip.end();
+  });
+}
+
+type EncodedJson = { json: Buffer } | { packed: Buffer };
+
+/**
+ * A large message's gzipped JSON, by the value it is of (and the room it was measured against): a
+ * snapshot goes into the status stream and then whole on `<subjects>.status`, and is written and
+ * gzipped once for both. Weak: it goes with the composition.
+ */
+const packedJson = new WeakMap<object, { room: number; encoding: Promise<EncodedJson> }>();
+
+/** The JSON of `value`, whole when it fits `room` bytes, else gzipped (`packedJson` keeps a large one's). */
+function encodeJson(value: Composition | StatusDelta, room: number): Promise<EncodedJson> {
+  const kept = packedJson.get(value);
+  if (kept?.room === room) return kept.encoding;
+  const encoding = jsonPieces(value).then(async ({ pieces, bytes }): Promise<EncodedJson> => {
+    if (bytes <= room) return { json: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, bytes) };
+    return { packed: await gzipPieces(pieces) };
+  });
+  // A small one is not kept once written: it is cheap to write again.
+  packedJson.set(value, { room, encoding });
+  encoding.then(
+    (encoded) => 'json' in encoded && packedJson.delete(value),
+    () => packedJson.delete(value),
+  );
+  return encoding;
+}
 
 /** One NATS message of a status message: its body and the headers it is framed with. */
 export interface StatusPart {
@@ -49,8 +106,8 @@ async function encodeStatusMessage(
   framing: StreamFraming = {},
   sealing?: StatusSealing,
 ): Promise<StatusPart[]> {
-  const json = Buffer.from(JSON.stringify(value));
   const room = Math.max(maxPayload - PAYLOAD_HEADROOM, 1024);
+  const encoded = await encodeJson(value, room);
   const frame = (part?: string) => {
     const h = headers();
     h.set(SEQ_HEADER, String(value.seq));
@@ -70,8 +127,8 @@ async function encodeStatusMessage(
     sealing.seal(h, part.data);
     return { data: part.data, headers: h };
   };
-  if (json.length <= room) return [sealed({ data: json, ...(kind && { headers: frame() }) })];
-  const packed = await gzipAsync(json, { level: zlib.Z_BEST_SPEED });
+  if ('json' in encoded) return [sealed({ data: encoded.json, ...(kind && { headers: frame() }) })];
+  const { packed } = encoded;
   const count = Math.ceil(packed.length / room);
   if (count > STATUS_PARTS_MAX) throw new Error(`status message ${value.seq} needs ${count} parts, over ${STATUS_PARTS_MAX}`);
   const parts: StatusPart[] = [];

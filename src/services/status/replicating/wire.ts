@@ -123,6 +123,9 @@ const seqHeader = (h: MsgHdrs | undefined, key: string): number | undefined => {
   return isStatusSeq(n) ? n : undefined;
 };
 
+/** The composition seq a status message's header names (bounded, `isStatusSeq`); undefined without one. */
+export const statusSeqOf = (h: MsgHdrs | undefined): number | undefined => seqHeader(h, SEQ_HEADER);
+
 /** The part `i/n` a message says it is (1/1 without the header); undefined when the header is not one. */
 function partOf(h: MsgHdrs | undefined): { partIndex: number; partCount: number } | undefined {
   const part = h?.get(PART_HEADER);
