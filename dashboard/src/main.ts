@@ -189,13 +189,29 @@ function timed<A extends unknown[]>(name: string, update: (...args: A) => void):
   };
 }
 
+/**
+ * A mesh that grew past the large mesh's size while the page followed it whole (opened on a
+ * gateway that had heard few machines yet, say) is not followed whole on to a million: the page
+ * starts over, and the counts by site then say it is large. Not when the page chose without the
+ * counts (the token's path decides that).
+ */
+function startOverIfGrownLarge(status: Status): void {
+  if (!choseBlind && status.machines.length >= largeMeshFrom()) location.reload();
+}
+
 /** The whole composition followed over `statusChanges`: the page below the large mesh's size, as it always was. */
 function followWhole(): void {
   const whole = followStatus({
     url: endpoint.replace(/^http/, 'ws'),
     token: token.get,
-    onFull: timed('mesh:full', onFull),
-    onDelta: timed('mesh:delta', onDelta),
+    onFull: timed('mesh:full', (status: Status) => {
+      onFull(status);
+      startOverIfGrownLarge(status);
+    }),
+    onDelta: timed('mesh:delta', (delta: StatusDelta, status: Status) => {
+      onDelta(delta, status);
+      startOverIfGrownLarge(status);
+    }),
     onConnection: showConnection,
     onSocket: (socket) => side.follow(socket),
   });

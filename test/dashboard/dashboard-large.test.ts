@@ -127,3 +127,17 @@ test('below the large size the page draws every machine as it always did, with n
   expect(await page.locator('#site-table').isVisible()).toBe(false);
   expect(await page.locator('#sites .site').count()).toBe(3);
 }, 60_000);
+
+test('a mesh that grows past the large size while the page shows it whole turns to the table of sites', async () => {
+  const { page } = browser;
+  // Seven machines, the large size eight: the page opens on the whole grid.
+  await page.goto(`${origin}/?large=8`);
+  await expect.poll(() => page.locator('#connection').getAttribute('data-state'), { timeout: 20_000 }).toBe('live');
+  await expect.poll(async () => (await cells()).length, { timeout: 20_000 }).toBe(7);
+  expect(await page.locator('#site-table').isVisible()).toBe(false);
+  // An eighth machine: the page starts over as the large mesh's view, the address kept.
+  ALIVE.set('e1', 'east');
+  await expect.poll(() => siteCount('east', 'UP'), { timeout: 20_000 }).toBe('1');
+  expect(await page.locator('#site-table').isVisible()).toBe(true);
+  expect(new URL(page.url()).searchParams.get('large')).toBe('8');
+}, 60_000);
