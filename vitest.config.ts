@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
 import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
@@ -79,11 +80,14 @@ class LongestFirst extends BaseSequencer {
 }
 
 /**
- * Files at once. Most files wait (on NATS, timers, child processes) rather than compute: with three,
- * the waiting files added in issue 35 (some 120 s of waits among them) lengthened the run by about
- * their sum over three. MESH_TEST_WORKERS sets another count for a run (to compare on a machine).
+ * Files a core runs at once. Most files wait (on NATS, timers, child processes) rather than compute:
+ * with four files on two cores the cores idled a quarter of the run (188.7 s, 76% busy), with six
+ * 8% (149.1 s); on a slow day (2026-12-03, page faults five times dearer) six tied with four, so more
+ * never cost the run (docs/BENCHMARKS.md, "The suite at three files a core").
  */
-const WORKERS = Number(process.env.MESH_TEST_WORKERS) || 4;
+const FILES_PER_CORE = 3;
+/** Files at once: FILES_PER_CORE a core, at least four; MESH_TEST_WORKERS sets another count for a run (to compare on a machine). */
+const WORKERS = Number(process.env.MESH_TEST_WORKERS) || Math.max(4, FILES_PER_CORE * availableParallelism());
 
 /**
  * Files that run each in a process of their own: they set process-wide state (the OpenTelemetry
