@@ -2,8 +2,8 @@ import { cpus, loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { gzip, constants as zlib } from 'node:zlib';
 import type { Composition } from '../src/services/status/composition.js';
+import { compositionAssembler } from '../src/services/status/replicating/assemble.js';
 import { encodeComposition, encodeStreamEntry } from '../src/services/status/replicating/encode.js';
-import { compositionAssembler } from '../src/services/status/replicating/wire.js';
 import { aComposition } from '../test/fixtures/compositions.js';
 
 const MACHINES = Number(process.env.BENCH_MACHINES ?? 1_000_000);

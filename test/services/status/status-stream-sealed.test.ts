@@ -9,11 +9,12 @@ import { type ReplicaKeys, rotateReplicaKey, startReplicaKeys } from '../../../s
 import type { ServingHolder } from '../../../src/services/replicas/leases.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { type RunningStatusFeed, startStatusFeed } from '../../../src/services/status/live/feed.js';
+import { compositionAssembler } from '../../../src/services/status/replicating/assemble.js';
 import { encodeComposition, encodeStreamEntry } from '../../../src/services/status/replicating/encode.js';
 import { type StatusSeal, statusSeal } from '../../../src/services/status/replicating/seal.js';
 import type { StatusStreamLink } from '../../../src/services/status/replicating/stream-follower.js';
 import { ServingFenced, statusPublisher } from '../../../src/services/status/replicating/stream-publisher.js';
-import { compositionAssembler, STATUS_SEQ_JUMP_MAX, STATUS_UNZIPPED_MAX, StatusRefused } from '../../../src/services/status/replicating/wire.js';
+import { STATUS_SEQ_JUMP_MAX, STATUS_UNZIPPED_MAX, StatusRefused } from '../../../src/services/status/replicating/wire.js';
 import { aComposition } from '../../fixtures/compositions.js';
 import { eventually } from '../../fixtures/live.js';
 import { freshStore, NATS_URL, uniqueName } from '../../fixtures/services.js';

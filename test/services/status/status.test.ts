@@ -9,8 +9,8 @@ import { type CompositionSources, compose } from '../../../src/services/status/c
 import { COMPOSE_MIN_GAP_MS } from '../../../src/services/status/composing/scheduler.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { followLatest } from '../../../src/services/status/live/latest.js';
+import { compositionAssembler } from '../../../src/services/status/replicating/assemble.js';
 import { encodeComposition } from '../../../src/services/status/replicating/encode.js';
-import { compositionAssembler } from '../../../src/services/status/replicating/wire.js';
 import { useGateway } from '../../fixtures/gateway.js';
 import { anAgent, eventually, sseSubscribe, wsSubscribe } from '../../fixtures/live.js';
 import { freshStore } from '../../fixtures/services.js';

@@ -3,8 +3,9 @@ import { Invalid, NotFound, Unavailable } from '../../../kernel/errors.js';
 import type { Composition, StatusFeed } from '../composition.js';
 import type { StatusDelta } from '../delta/delta.js';
 import { replayDeltas } from '../delta/delta-chain.js';
+import { statusAssembler } from '../replicating/assemble.js';
 import { type StatusStreamLink, storedAsMessage } from '../replicating/stream-follower.js';
-import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, statusAssembler } from '../replicating/wire.js';
+import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf } from '../replicating/wire.js';
 import type { LookBackIndex } from './look-back-index.js';
 import type { Placed } from './stream-directory.js';
 

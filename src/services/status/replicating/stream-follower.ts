@@ -4,8 +4,9 @@ import type { Logger } from 'pino';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
 import type { Composition } from '../composition.js';
 import { applyDelta, type StatusDelta } from '../delta/delta.js';
+import { statusAssembler } from './assemble.js';
 import type { StatusSeal } from './seal.js';
-import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf, statusAssembler } from './wire.js';
+import { framingOf, type StreamEntry, type StreamMessage, snapshotStartOf } from './wire.js';
 
 /** A read of the stream that fails (NATS restarting) is tried again this long after. */
 export const FOLLOW_RETRY_MS = 1_000;
