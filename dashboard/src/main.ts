@@ -1,5 +1,5 @@
 import './style.css';
-import { diffList } from '../../src/services/status/delta/algebra.js';
+import { diffList } from '../../src/services/status/delta/lists.js';
 import { query, Refused, token } from './api.js';
 import { byId } from './dom.js';
 import {

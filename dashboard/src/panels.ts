@@ -1,4 +1,4 @@
-import type { ListChangesIn } from '../../src/services/status/delta/algebra.js';
+import type { ListChangesIn } from '../../src/services/status/delta/lists.js';
 import { ago, byId, clock, el, seconds } from './dom.js';
 import type {
   DashboardAppliesFragment,

@@ -1,15 +1,6 @@
 import { Invalid } from '../../../kernel/errors.js';
-import {
-  applyListChanges,
-  type Composed,
-  type Delta,
-  type DeltaIn,
-  eachList,
-  type KeyedList,
-  type ListChanges,
-  type ListChangesIn,
-  withStamp,
-} from './algebra.js';
+import { type Composed, type Delta, type DeltaIn, eachList, type KeyedList, withStamp } from './algebra.js';
+import { applyListChanges, type ListChanges, type ListChangesIn } from './lists.js';
 
 // Chains of deltas, pure like algebra.ts: merged into one (a resumed subscriber), replayed onto a
 // base (looking back).

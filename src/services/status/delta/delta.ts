@@ -4,7 +4,8 @@ import type { Delta } from './algebra.js';
 // The gateway's side of the delta algebra (algebra.ts, pure and generic): its deltas are of its
 // `Composition`, and a `statusChanges` message carries a whole one or a delta.
 
-export { applyDelta, applyListChanges, deltaIsEmpty, diffCompositions, diffList, type ListChanges, sameJson } from './algebra.js';
+export { applyDelta, deltaIsEmpty, diffCompositions } from './algebra.js';
+export { applyListChanges, diffList, type ListChanges, sameJson } from './lists.js';
 
 /** What changed from the composition `baseSeq` to the composition `seq` (algebra.ts, `Delta`). */
 export type StatusDelta = Delta<Composition>;
