@@ -1,8 +1,9 @@
 import { byName } from '../../../kernel/names.js';
 import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs } from '../../machines/machines.js';
-import type { Composition, HolderStatus, MachineStatus, SeatStatus } from '../composition.js';
+import type { Composition, MachineStatus, SeatStatus } from '../composition.js';
 import { CrossingHeap } from './crossing-heap.js';
-import { byHolder, type Held, holdingsOf, holdsAsBefore, seatStatus, swapHolders } from './holders.js';
+import { type Held, holdingsOf, holdsAsBefore } from './holders.js';
+import { type ClaimsOf, SeatsView } from './seats-view.js';
 
 /** One machine as the store answers it for a composition: instants are ISO strings, modules sorted. */
 export interface MachineRow {
@@ -13,15 +14,7 @@ export interface MachineRow {
 }
 
 /** One machine as the incremental read answers it: its row, every running module with its claims, its holdings on record. */
-export interface TouchedRow extends MachineRow {
-  /** Running modules and the seat names or aliases each claims. */
-  claims: [module: string, claims: string[]][];
-  /** Holdings on record: seat and module. */
-  recorded: [seat: string, module: string][];
-}
-
-/** The module a serving replica holds the controller's own seat as, in a composition. */
-const GATEWAY_MODULE = 'mesh-gateway';
+export type TouchedRow = MachineRow & ClaimsOf;
 
 interface Entry {
   status: MachineStatus;
@@ -39,7 +32,7 @@ interface Entry {
  * other machine and seat keeps its value, the very same object, from one composition to the next.
  * Built from the full read (`of`), so both paths share one way of turning rows into statuses:
  * the full composition and the incremental one are the same value (test/services/status/incremental-composition.test.ts).
- * Seats (names and order) come only from a full read: news never changes them.
+ * The seats and their holders are its `SeatsView` (seats-view.ts).
  */
 export class MeshView {
   private entries: Entry[] = [];
@@ -54,14 +47,7 @@ export class MeshView {
   private unjudged: Entry[] = [];
   private judgedDeaf: readonly DeafSpan[] | undefined = undefined;
   private judgedOnce = false;
-  /** Each seat's holders on record or derived (never the composing replica's own), by machine then module. */
-  private holders = new Map<string, HolderStatus[]>();
-  private seatIndex = new Map<string, number>();
-  private seatStatuses: SeatStatus[] = [];
-  /** Each seat name or alias, and the seats it names (a claim's key, as listHoldings resolves it). */
-  private keys = new Map<string, string[]>();
-  /** Seats with a holding on record: never derived. Only acting verbs change them (a full composition follows). */
-  private recordedSeats = new Set<string>();
+  private seatsView = new SeatsView();
 
   /** The view of a full read: every machine (by name), every holding (by seat, machine, module), seat names in the store's order. */
   static of(
@@ -72,9 +58,7 @@ export class MeshView {
     shown?: readonly MachineStatus[],
   ): MeshView {
     const view = new MeshView();
-    for (const name of seatNames) view.keys.set(name, [name]);
-    for (const [alias, seat] of aliases) view.keys.set(alias, [...(view.keys.get(alias) ?? []), seat]);
-    for (const h of holdings) if (!h.derived) view.recordedSeats.add(h.seat);
+    view.seatsView = SeatsView.of(holdings, seatNames, aliases);
     const byMachine = holdingsOf(holdings);
     view.entries = machines.map((row) => view.entry(row, byMachine.get(row.name) ?? []));
     view.reindex();
@@ -84,15 +68,6 @@ export class MeshView {
       if (at !== undefined)
         view.entries[at]!.status.state = flooredState('UP', view.entries[at]!.heardMs, { state: machine.state, lastHeardMs: Date.parse(machine.lastHeardAt) });
     }
-    for (const h of holdings) {
-      let of = view.holders.get(h.seat);
-      if (!of) view.holders.set(h.seat, (of = []));
-      of.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
-    }
-    view.seatStatuses = seatNames.map((name, i) => {
-      view.seatIndex.set(name, i);
-      return seatStatus(name, view.holders.get(name) ?? []);
-    });
     return view;
   }
 
@@ -105,23 +80,9 @@ export class MeshView {
    */
   static fromComposition(c: Pick<Composition, 'machines' | 'seats'>, aliases: readonly [alias: string, seat: string][], controller: string): MeshView {
     const view = new MeshView();
-    for (const seat of c.seats) view.keys.set(seat.name, [seat.name]);
-    for (const [alias, seat] of aliases) view.keys.set(alias, [...(view.keys.get(alias) ?? []), seat]);
     view.entries = c.machines.map((status) => ({ status, heardMs: Date.parse(status.lastHeardAt), nextMs: Number.POSITIVE_INFINITY, heapAt: -1 }));
     view.reindex();
-    view.seatStatuses = c.seats.map((seat, i) => {
-      view.seatIndex.set(seat.name, i);
-      const servingOwn =
-        seat.name === controller &&
-        seat.holders.length === 1 &&
-        seat.holders[0]!.module === GATEWAY_MODULE &&
-        seat.holders[0]!.derived &&
-        !view.index.has(seat.holders[0]!.machine);
-      const holders = servingOwn ? [] : seat.holders;
-      for (const h of holders) if (!h.derived) view.recordedSeats.add(seat.name);
-      if (holders.length) view.holders.set(seat.name, holders);
-      return servingOwn ? seatStatus(seat.name, holders) : seat;
-    });
+    view.seatsView = SeatsView.fromComposition(c.seats, aliases, controller, (name) => view.index.has(name));
     return view;
   }
 
@@ -228,44 +189,15 @@ export class MeshView {
     if (removed) this.entries = this.entries.filter((e) => e !== undefined);
     if (added.length) this.entries = mergeSorted(this.entries, added.sort(byEntryName), byEntryName);
     if (removed || added.length) this.reindex();
-    for (const [seat, machines] of seats) {
-      const arriving: HolderStatus[] = [];
-      for (const machine of machines)
-        for (const h of byMachine.get(machine) ?? [])
-          if (h.seat === seat) arriving.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
-      // A seat may have a million holders: the swapped machines' runs are found by binary search,
-      // the rest copied as they are, never compared.
-      const kept = swapHolders(this.holders.get(seat) ?? [], [...machines].sort(byName), arriving.sort(byHolder));
-      if (kept.length) this.holders.set(seat, kept);
-      else this.holders.delete(seat);
-      const at = this.seatIndex.get(seat);
-      if (at !== undefined) this.seatStatuses[at] = seatStatus(seat, kept);
-    }
+    this.seatsView.swap(seats, byMachine);
   }
 
   /**
-   * Replaces the machines `names` from what the incremental read answered: their holdings are those
-   * on record plus, for a seat with none on record, each running module whose claims name the seat
-   * or one of its aliases — listHoldings's rule, applied in memory to the seats and aliases of the
-   * full read. Sorted as listHoldings sorts them.
+   * Replaces the machines `names` from what the incremental read answered: their holdings derived
+   * from their claims and holdings on record as listHoldings derives them (`SeatsView.holdingsOf`).
    */
   replaceTouched(names: readonly string[], rows: readonly TouchedRow[]): void {
-    const holdings: Held[] = [];
-    for (const row of rows) {
-      for (const [seat, module] of row.recorded) holdings.push({ seat, machine: row.name, module, site: row.site, derived: false });
-      for (const [module, claims] of row.claims) {
-        const seen = new Set<string>();
-        for (const claim of claims) {
-          for (const seat of this.keys.get(claim) ?? []) {
-            if (this.recordedSeats.has(seat) || seen.has(seat)) continue;
-            seen.add(seat);
-            holdings.push({ seat, machine: row.name, module, site: row.site, derived: true });
-          }
-        }
-      }
-    }
-    holdings.sort((a, b) => byName(a.seat, b.seat) || byName(a.machine, b.machine) || byName(a.module, b.module));
-    this.replace(names, rows, holdings);
+    this.replace(names, rows, this.seatsView.holdingsOf(rows));
   }
 
   /**
@@ -335,12 +267,7 @@ export class MeshView {
 
   /** Every seat, its holders; the controller's own seat held by the composing replica when nothing else holds it. */
   seats(controller: string, servingReplica: string | undefined): SeatStatus[] {
-    const out = this.seatStatuses.slice();
-    const at = this.seatIndex.get(controller);
-    if (servingReplica && at !== undefined && !this.holders.get(controller)?.length) {
-      out[at] = seatStatus(controller, [{ machine: servingReplica, module: GATEWAY_MODULE, site: null, derived: true }]);
-    }
-    return out;
+    return this.seatsView.statusesFor(controller, servingReplica);
   }
 }
 
