@@ -48,6 +48,15 @@ export interface HearingFollower {
   stop(): void;
 }
 
+/** What the follower's parts share: how far it read, the messages being read, whether it stopped. */
+interface Following {
+  upTo: FollowedUpTo;
+  messages: ConsumerMessages | undefined;
+  stopped: boolean;
+}
+
+type OpenFrom = { deliver_policy: DeliverPolicy; opt_start_time?: string; opt_start_seq?: number };
+
 /**
  * Follows the news stream on this replica, whichever replica's ingest writes each message: every
  * heartbeat it holds is noted in `heard` at the instant the stream stored it (issue 37: the news
@@ -63,16 +72,14 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
   // Nothing stored since `fromMs` (every agent stopped a while ago): the follower has all the stream
   // holds before it, so it starts as having read its last message, not as 0 — else every message
   // ever stored would count as news not yet read, and the gateway would judge as of the last one.
-  let upTo: FollowedUpTo = { seq: target === 0 ? state.last_seq : 0, storedMs: fromMs };
+  const following: Following = { upTo: { seq: target === 0 ? state.last_seq : 0, storedMs: fromMs }, messages: undefined, stopped: false };
   let reached: () => void = () => undefined;
   const caughtUp = target === 0 ? Promise.resolve() : new Promise<void>((resolve) => (reached = resolve));
-  let stopped = false;
-  let messages: ConsumerMessages | undefined;
-  const open = async (from: { deliver_policy: DeliverPolicy; opt_start_time?: string; opt_start_seq?: number }) => {
+  const open = async (from: OpenFrom) => {
     const consumer = await source.js.consumers.get(source.stream, from);
     return consumer.consume({ max_messages: FOLLOW_BUFFER_MESSAGES });
   };
-  messages = await open({ deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(fromMs).toISOString() });
+  following.messages = await open({ deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(fromMs).toISOString() });
   const machineSubjects = `${source.root}.news.machine.`;
   const read = async (from: ConsumerMessages) => {
     for await (const msg of from) {
@@ -82,29 +89,51 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
         const news = judgeNews(source.root, msg.subject, msg.data, heardAt);
         if (news.type === 'heartbeat') heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
       }
-      upTo = { seq: msg.seq, storedMs };
+      following.upTo = { seq: msg.seq, storedMs };
       if (msg.seq >= target) reached();
     }
   };
-  // The client makes an ordered consumer again when it misses messages, but not when the server
-  // lost it (NATS restarted): its messages then just end. The follow starts again after the last
-  // message read, until stopped; meanwhile the watermark stays where the follow is (lag, not silence).
-  (async () => {
-    let failing = false;
-    for (;;) {
-      const following = messages;
-      if (following) {
-        await read(following).catch((err) => source.logger?.warn({ err: String(err) }, 'following the news stream for hearing broke off'));
-        if (stopped) return;
-        source.logger?.warn({ afterSeq: upTo.seq }, 'following the news stream for hearing ended: following it again after the last message read');
-      }
-      await new Promise((resolve) => setTimeout(resolve, FOLLOW_AGAIN_MS));
-      if (stopped) return;
-      messages = await open(
-        upTo.seq > 0
-          ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: upTo.seq + 1 }
-          : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(fromMs).toISOString() },
-      ).then(
+  followAgainWhenEnded(source, following, { open, read, fromMs }).catch((err) => source.logger?.error({ err }, 'following the news stream for hearing failed'));
+  const watchdog = restartWhenStalled(source, following);
+  return {
+    upTo: () => following.upTo,
+    caughtUp,
+    stop() {
+      following.stopped = true;
+      clearInterval(watchdog);
+      following.messages?.stop();
+      following.messages = undefined;
+    },
+  };
+}
+
+/**
+ * The client makes an ordered consumer again when it misses messages, but not when the server
+ * lost it (NATS restarted): its messages then just end. The follow starts again after the last
+ * message read, until stopped; meanwhile the watermark stays where the follow is (lag, not silence).
+ */
+async function followAgainWhenEnded(
+  source: FollowSource,
+  following: Following,
+  how: { open(from: OpenFrom): Promise<ConsumerMessages>; read(from: ConsumerMessages): Promise<void>; fromMs: number },
+): Promise<void> {
+  let failing = false;
+  for (;;) {
+    const messages = following.messages;
+    if (messages) {
+      await how.read(messages).catch((err) => source.logger?.warn({ err: String(err) }, 'following the news stream for hearing broke off'));
+      if (following.stopped) return;
+      source.logger?.warn({ afterSeq: following.upTo.seq }, 'following the news stream for hearing ended: following it again after the last message read');
+    }
+    await new Promise((resolve) => setTimeout(resolve, FOLLOW_AGAIN_MS));
+    if (following.stopped) return;
+    following.messages = await how
+      .open(
+        following.upTo.seq > 0
+          ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: following.upTo.seq + 1 }
+          : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(how.fromMs).toISOString() },
+      )
+      .then(
         (opened) => {
           failing = false;
           return opened;
@@ -116,44 +145,39 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
           return undefined;
         },
       );
-      if (stopped) messages?.stop();
-    }
-  })().catch((err) => source.logger?.error({ err }, 'following the news stream for hearing failed'));
-  // After NATS restarts the client's ordered consumer may wait on a consumer the server no longer
-  // has, neither ending nor delivering: a follow that read nothing for FOLLOW_STALL_MS while the
-  // stream holds more is stopped, and the loop above follows again after the last message read.
-  let lastSeq = upTo.seq;
+    if (following.stopped) following.messages?.stop();
+  }
+}
+
+/**
+ * After NATS restarts the client's ordered consumer may wait on a consumer the server no longer
+ * has, neither ending nor delivering: a follow that read nothing for FOLLOW_STALL_MS while the
+ * stream holds more is stopped, and `followAgainWhenEnded` follows again after the last message read.
+ */
+function restartWhenStalled(source: FollowSource, following: Following): NodeJS.Timeout {
+  let lastSeq = following.upTo.seq;
   let stillSince = Date.now();
   const watchdog = setInterval(() => {
-    if (stopped || !messages) return;
-    if (upTo.seq !== lastSeq) {
-      lastSeq = upTo.seq;
+    if (following.stopped || !following.messages) return;
+    if (following.upTo.seq !== lastSeq) {
+      lastSeq = following.upTo.seq;
       stillSince = Date.now();
       return;
     }
     if (Date.now() - stillSince < FOLLOW_STALL_MS) return;
     void source.jsm.streams.info(source.stream).then(
       (info) => {
-        if (stopped || upTo.seq !== lastSeq || info.state.last_seq <= upTo.seq) return;
+        if (following.stopped || following.upTo.seq !== lastSeq || info.state.last_seq <= following.upTo.seq) return;
         source.logger?.warn(
-          { afterSeq: upTo.seq, streamSeq: info.state.last_seq, stillMs: Date.now() - stillSince },
+          { afterSeq: following.upTo.seq, streamSeq: info.state.last_seq, stillMs: Date.now() - stillSince },
           'following the news stream for hearing stalled: following it again',
         );
         stillSince = Date.now();
-        messages?.stop();
+        following.messages?.stop();
       },
       () => undefined,
     );
   }, FOLLOW_STALL_MS / 2);
   watchdog.unref();
-  return {
-    upTo: () => upTo,
-    caughtUp,
-    stop() {
-      stopped = true;
-      clearInterval(watchdog);
-      messages?.stop();
-      messages = undefined;
-    },
-  };
+  return watchdog;
 }
