@@ -54,7 +54,7 @@ function gzipPieces(pieces: readonly Buffer[]): Promise<Buffer> {
 type EncodedJson = { json: Buffer } | { packed: Buffer };
 
 /**
- * A large message's gzipped JSON, by the value it is of (and the room it was measured against): a
+ * A large composition's gzipped JSON, by the composition (and the room it was measured against): a
  * snapshot goes into the status stream and then whole on `<subjects>.status`, and is written and
  * gzipped once for both. Weak: it goes with the composition.
  */
@@ -68,7 +68,8 @@ function encodeJson(value: Composition | StatusDelta, room: number): Promise<Enc
     if (bytes <= room) return { json: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, bytes) };
     return { packed: await gzipPieces(pieces) };
   });
-  // A small one is not kept once written: it is cheap to write again.
+  // Only a large composition is kept: a delta goes out once, a small one is cheap to write again.
+  if (!Array.isArray((value as Composition).machines)) return encoding;
   packedJson.set(value, { room, encoding });
   encoding.then(
     (encoded) => 'json' in encoded && packedJson.delete(value),
