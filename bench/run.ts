@@ -10,8 +10,8 @@ import { run as ingestWrites } from './ingest-writes.js';
 import { run as lookBack } from './look-back.js';
 import { run as million } from './million.js';
 import { run as pages } from './pages.js';
+import { run as publish } from './publish.js';
 import { run as reads } from './reads.js';
-import { run as snapshot } from './snapshot.js';
 import { run as stream } from './stream.js';
 import { run as streamAck } from './stream-ack.js';
 
@@ -34,7 +34,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   cores,
   'child-start': childStart,
   'ingest-writes': ingestWrites,
-  snapshot,
+  publish,
 };
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));

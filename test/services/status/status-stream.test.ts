@@ -149,3 +149,22 @@ test('a heartbeat alone is not a change: lastHeardAt moves in a delta only with 
   const changed = heard(before, 4, 10_000, 'LATE');
   expect(diffCompositions(before, coarsenLastHeard(before, changed)).machines.changed).toEqual([changed.machines[0]]);
 });
+
+test('a heartbeat alone is no change beside machines that joined and left: each machine is matched by its name wherever the lists moved', () => {
+  const before = aComposition(1, 6);
+  const later = (m: Composition['machines'][number]) => ({ ...m, lastHeardAt: new Date(Date.parse(m.lastHeardAt) + 10_000).toISOString() });
+  const [m0, m1, m2, m3, m4, m5] = before.machines;
+  // m1 left, a new machine joined before m0 and another between m3 and m4; every machine that stayed was heard 10 s later.
+  const joined = { ...m0!, name: `${m0!.name.slice(0, -1)}` };
+  const between = { ...m3!, name: `${m3!.name}a` };
+  const next = { ...before, seq: 2, machines: [joined, later(m0!), later(m2!), later(m3!), between, later(m4!), later(m5!)] };
+  const coarse = coarsenLastHeard(before, next);
+  expect(coarse.machines.map((m) => m.name)).toEqual(next.machines.map((m) => m.name));
+  // Each machine heard again is given back as it was before; the two that joined are as composed.
+  expect(coarse.machines).toEqual([joined, m0, m2, m3, between, m4, m5]);
+  for (const m of [m0, m2, m3, m4, m5]) expect(coarse.machines).toContain(m);
+  const delta = diffCompositions(before, coarse);
+  expect(delta.machines.added.map((m) => m.name).sort()).toEqual([joined.name, between.name].sort());
+  expect(delta.machines.removed).toEqual([m1!.name]);
+  expect(delta.machines.changed).toEqual([]);
+});

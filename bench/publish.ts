@@ -2,8 +2,10 @@ import { cpus, loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { gzip, constants as zlib } from 'node:zlib';
 import type { Composition } from '../src/services/status/composition.js';
+import { diffCompositions } from '../src/services/status/delta/algebra.js';
 import { compositionAssembler } from '../src/services/status/replicating/assemble.js';
 import { encodeComposition, encodeStreamEntry } from '../src/services/status/replicating/encode.js';
+import { coarsenLastHeard } from '../src/services/status/replicating/stream-publisher.js';
 import { aComposition } from '../test/fixtures/compositions.js';
 
 const MACHINES = Number(process.env.BENCH_MACHINES ?? 1_000_000);
@@ -37,7 +39,9 @@ async function stalls(work: () => Promise<unknown>): Promise<{ wallMs: number; s
 }
 
 /**
- * A snapshot at a million machines, as the serving replica makes it every SNAPSHOT_EVERY_MS: put
+ * What the serving replica pays to publish at a million machines. Each composition: its machines
+ * heard only again are given back their item before (`coarsenLastHeard`), then the delta is
+ * found. A snapshot, every SNAPSHOT_EVERY_MS: put
  * into the status stream, then sent whole on `<subjects>.status`. Measured: the two encodings'
  * wall time and the longest the event loop stood still meanwhile, against the same composition
  * written the way it was before (JSON.stringify and Buffer.from in one go, each time); and what a
@@ -80,6 +84,22 @@ export async function run(): Promise<string> {
       }),
     );
   }
+  // Each composition after one machine's heartbeat (1 s after the one before): coarsened, then diffed.
+  const coarsening: { wallMs: number; stallMs: number }[] = [];
+  const diffing: number[] = [];
+  let previous = composition(ROUNDS);
+  for (let round = 0; round < 2 * ROUNDS; round++) {
+    const at = (round * 7_919) % MACHINES;
+    const next = { ...previous, seq: previous.seq + 1, machines: previous.machines.slice() };
+    const beating = next.machines[at]!;
+    next.machines[at] = { ...beating, lastHeardAt: new Date(Date.parse(beating.lastHeardAt) + 1_000).toISOString() };
+    let coarse = next;
+    coarsening.push(await stalls(async () => (coarse = coarsenLastHeard(previous, next))));
+    const started = performance.now();
+    diffCompositions(previous, coarse);
+    diffing.push(performance.now() - started);
+    previous = coarse;
+  }
   const line = (what: string, xs: { wallMs: number; stallMs: number }[]) =>
     `| ${what} | ${ms(median(xs.map((x) => x.wallMs)))} | ${ms(median(xs.map((x) => x.stallMs)))} (max ${ms(Math.max(...xs.map((x) => x.stallMs)))}) |`;
   return [
@@ -91,5 +111,7 @@ export async function run(): Promise<string> {
     line('written twice in one go (JSON.stringify, Buffer.from, gzip), as before', before),
     line('written in pieces once, for the stream and the status subject', after),
     line('a whole composition heard on the status subject, joined, gunzipped and parsed (now skipped when held)', heard),
+    '',
+    `each composition after one heartbeat (${2 * ROUNDS} of them): coarsened (\`coarsenLastHeard\`) median ${ms(median(coarsening.map((x) => x.wallMs)))}, max ${ms(Math.max(...coarsening.map((x) => x.wallMs)))}; its delta (\`diffCompositions\`) median ${ms(median(diffing))}`,
   ].join('\n');
 }
