@@ -118,7 +118,8 @@ export class MeshView {
     for (let i = 0; i < this.entries.length; i++) this.index.set(this.entries[i]!.status.name, i);
   }
 
-  private entry(row: MachineRow, holdings: readonly Held[]): Entry {
+  /** A machine's entry; `asBefore` (its status before, holding as it does now) lends its lists, so a beat makes no new ones. */
+  private entry(row: MachineRow, holdings: readonly Held[], asBefore?: MachineStatus): Entry {
     const heard = new Date(row.lastHeardAt);
     return {
       heardMs: heard.getTime(),
@@ -129,8 +130,8 @@ export class MeshView {
         site: row.site,
         state: 'UP', // judged at each composition (`machines`)
         lastHeardAt: heard.toISOString(),
-        modules: row.modules,
-        holdings: holdings.map((h) => ({ seat: h.seat, module: h.module, derived: h.derived })),
+        modules: asBefore && sameStrings(asBefore.modules, row.modules) ? asBefore.modules : row.modules,
+        holdings: asBefore ? asBefore.holdings : holdings.map((h) => ({ seat: h.seat, module: h.module, derived: h.derived })),
       },
     };
   }
@@ -159,7 +160,8 @@ export class MeshView {
       const row = rowOf.get(name);
       const held = byMachine.get(name) ?? [];
       // A beat that changed neither site nor holdings (nearly every one) leaves every seat as it was.
-      if (!before || !row || !holdsAsBefore(before.status, row.site, held)) {
+      const holdsSame = before !== undefined && row !== undefined && holdsAsBefore(before.status, row.site, held);
+      if (!holdsSame) {
         for (const h of before?.status.holdings ?? []) swapIn(h.seat, name);
         for (const h of held) swapIn(h.seat, name);
       }
@@ -171,7 +173,7 @@ export class MeshView {
         }
         continue;
       }
-      const entry = this.entry(row, held);
+      const entry = this.entry(row, held, holdsSame ? before!.status : undefined);
       // Read again with the same last-heard instant: what was shown of it stays its floor.
       if (before && before.heardMs === entry.heardMs) entry.status.state = before.status.state;
       // Last-heard never moves back: a view started from a composition another replica made may
@@ -280,6 +282,8 @@ function sameDeaf(a: readonly DeafSpan[] | undefined, b: readonly DeafSpan[] | u
   for (let i = 0; i < x.length; i++) if (x[i]!.fromMs !== y[i]!.fromMs || x[i]!.toMs !== y[i]!.toMs) return false;
   return true;
 }
+
+const sameStrings = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** Two lists sorted by `order` merged into one, in one pass. */
 function mergeSorted<T>(a: T[], b: readonly T[], order: (x: T, y: T) => number): T[] {
