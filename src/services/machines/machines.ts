@@ -30,6 +30,16 @@ export interface DeafSpan {
   toMs: number;
 }
 
+/** Whether two lists of deaf spans say the same (the hearing makes a new list at each read while NATS is away). */
+export function sameDeafSpans(a: readonly DeafSpan[] | undefined, b: readonly DeafSpan[] | undefined): boolean {
+  if (a === b) return true;
+  const x = a ?? [];
+  const y = b ?? [];
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i]!.fromMs !== y[i]!.fromMs || x[i]!.toMs !== y[i]!.toMs) return false;
+  return true;
+}
+
 /**
  * What a machine's state is judged against: `heardUntilMs`, the instant up to which all news is
  * written (the news stream's watermark, src/services/news/hearing.ts), never the wall clock, and

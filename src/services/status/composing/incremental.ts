@@ -1,7 +1,7 @@
-import { byName } from '../../../kernel/names.js';
-import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs } from '../../machines/machines.js';
+import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs, sameDeafSpans } from '../../machines/machines.js';
 import type { Composition, MachineStatus, SeatStatus } from '../composition.js';
 import { CrossingHeap } from './crossing-heap.js';
+import { byEntryName, type Entry, mergeSorted, withJudged } from './entries.js';
 import { type Held, holdingsOf, holdsAsBefore } from './holders.js';
 import { type ClaimsOf, SeatsView } from './seats-view.js';
 
@@ -15,15 +15,6 @@ export interface MachineRow {
 
 /** One machine as the incremental read answers it: its row, every running module with its claims, its holdings on record. */
 export type TouchedRow = MachineRow & ClaimsOf;
-
-interface Entry {
-  status: MachineStatus;
-  heardMs: number;
-  /** The heard instant past which its state next changes by age alone (`nextStateChangeMs`); +∞ once SILENT or before it is judged. */
-  nextMs: number;
-  /** Its place in the view's crossing heap; -1 when not in it. */
-  heapAt: number;
-}
 
 /**
  * The mesh as the last composition saw it, kept in memory by the serving replica so a composition
@@ -47,6 +38,8 @@ export class MeshView {
   private unjudged: Entry[] = [];
   private judgedDeaf: readonly DeafSpan[] | undefined = undefined;
   private judgedOnce = false;
+  /** The machines the last composition showed; undefined once a machine joined or left since. */
+  private shown: MachineStatus[] | undefined;
   private seatsView = new SeatsView();
 
   /** The view of a full read: every machine (by name), every holding (by seat, machine, module), seat names in the store's order. */
@@ -190,7 +183,10 @@ export class MeshView {
     }
     if (removed) this.entries = this.entries.filter((e) => e !== undefined);
     if (added.length) this.entries = mergeSorted(this.entries, added.sort(byEntryName), byEntryName);
-    if (removed || added.length) this.reindex();
+    if (removed || added.length) {
+      this.reindex();
+      this.shown = undefined;
+    }
     this.seatsView.swap(seats, byMachine);
   }
 
@@ -229,7 +225,7 @@ export class MeshView {
 
   /** Whether only the machines in the heap past their instant need judging: the deaf spans are those of the last judging. */
   private judgesOnlyCrossing(judging: Judging): boolean {
-    return this.judgedOnce && sameDeaf(this.judgedDeaf, judging.deaf);
+    return this.judgedOnce && sameDeafSpans(this.judgedDeaf, judging.deaf);
   }
 
   /** Judges `entry` at `judging` (a new object when its state changed) and files it in the heap by its next instant. */
@@ -248,20 +244,25 @@ export class MeshView {
    * changed. The earliest next instant is `crossingMs`.
    */
   machines(judging: Judging): MachineStatus[] {
+    let judged: Entry[] | undefined;
     if (!this.judgesOnlyCrossing(judging)) {
       for (const entry of this.entries) this.judge(entry, judging);
       this.judgedDeaf = judging.deaf;
       this.judgedOnce = true;
     } else {
       // A machine replaced twice since, or removed, is no longer the view's.
-      for (const entry of this.unjudged) if (this.entries[this.index.get(entry.status.name) ?? -1] === entry) this.judge(entry, judging);
-      for (const entry of this.heap.below(judging.heardUntilMs)) this.judge(entry, judging);
+      const replaced = this.unjudged.filter((entry) => this.entries[this.index.get(entry.status.name) ?? -1] === entry);
+      for (const entry of replaced) this.judge(entry, judging);
+      const crossing = this.heap.below(judging.heardUntilMs);
+      for (const entry of crossing) this.judge(entry, judging);
+      judged = replaced.concat(crossing);
     }
     this.unjudged = [];
-    const out = new Array<MachineStatus>(this.entries.length);
-    for (let i = 0; i < this.entries.length; i++) out[i] = this.entries[i]!.status;
+    // The list shown before, copied, with the machines judged again put in: at a million machines a
+    // copy of the list is 4 ms where reading every machine's status again was 17 ms.
+    this.shown = judged && this.shown ? withJudged(this.shown, judged, this.index) : this.entries.map((entry) => entry.status);
     this.crossingMs = this.heap.earliest();
-    return out;
+    return this.shown;
   }
 
   /** After `machines`: the heard instant at which the earliest machine next changes state by age alone; undefined when none will. */
@@ -273,28 +274,4 @@ export class MeshView {
   }
 }
 
-/** Whether two lists of deaf spans say the same (the hearing makes a new list at each read while NATS is away). */
-function sameDeaf(a: readonly DeafSpan[] | undefined, b: readonly DeafSpan[] | undefined): boolean {
-  if (a === b) return true;
-  const x = a ?? [];
-  const y = b ?? [];
-  if (x.length !== y.length) return false;
-  for (let i = 0; i < x.length; i++) if (x[i]!.fromMs !== y[i]!.fromMs || x[i]!.toMs !== y[i]!.toMs) return false;
-  return true;
-}
-
 const sameStrings = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
-
-/** Two lists sorted by `order` merged into one, in one pass. */
-function mergeSorted<T>(a: T[], b: readonly T[], order: (x: T, y: T) => number): T[] {
-  if (b.length === 0) return a;
-  const out: T[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) out.push(order(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!);
-  while (i < a.length) out.push(a[i++]!);
-  while (j < b.length) out.push(b[j++]!);
-  return out;
-}
-
-const byEntryName = (a: Entry, b: Entry): number => byName(a.status.name, b.status.name);

@@ -1,0 +1,36 @@
+import { byName } from '../../../kernel/names.js';
+import type { MachineStatus } from '../composition.js';
+
+// A MeshView's entries (incremental.ts): one per machine, and what is done with their lists.
+
+/** One machine of a MeshView: its status as last shown and its heard instant. */
+export interface Entry {
+  status: MachineStatus;
+  heardMs: number;
+  /** The heard instant past which its state next changes by age alone (`nextStateChangeMs`); +∞ once SILENT or before it is judged. */
+  nextMs: number;
+  /** Its place in the view's crossing heap; -1 when not in it. */
+  heapAt: number;
+}
+
+/** `shown` copied, with each entry of `judged` at its place (`index`) showing its status now. */
+export function withJudged(shown: readonly MachineStatus[], judged: readonly Entry[], index: ReadonlyMap<string, number>): MachineStatus[] {
+  const out = shown.slice();
+  for (const entry of judged) out[index.get(entry.status.name)!] = entry.status;
+  return out;
+}
+
+/** Two lists sorted by `order` merged into one, in one pass. */
+export function mergeSorted<T>(a: T[], b: readonly T[], order: (x: T, y: T) => number): T[] {
+  if (b.length === 0) return a;
+  const out: T[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push(order(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!);
+  while (i < a.length) out.push(a[i++]!);
+  while (j < b.length) out.push(b[j++]!);
+  return out;
+}
+
+/** Entries in name order. */
+export const byEntryName = (a: Entry, b: Entry): number => byName(a.status.name, b.status.name);
