@@ -19,6 +19,9 @@ export interface MachineStatus {
   holdings: { seat: string; module: string; derived: boolean }[];
 }
 
+/** Whether two machines' modules (sorted, as a composition holds them) are the same. */
+export const sameModules = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((m, i) => m === b[i]);
+
 export interface SeatStatus {
   name: string;
   held: boolean;

@@ -1,5 +1,5 @@
 import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs, sameDeafSpans } from '../../machines/machines.js';
-import type { Composition, MachineStatus, SeatStatus } from '../composition.js';
+import { type Composition, type MachineStatus, type SeatStatus, sameModules } from '../composition.js';
 import { CrossingHeap } from './crossing-heap.js';
 import { byEntryName, type Entry, mergeSorted, withJudged } from './entries.js';
 import { type Held, holdingsOf, holdsAsBefore } from './holders.js';
@@ -123,7 +123,7 @@ export class MeshView {
         site: row.site,
         state: 'UP', // judged at each composition (`machines`)
         lastHeardAt: heard.toISOString(),
-        modules: asBefore && sameStrings(asBefore.modules, row.modules) ? asBefore.modules : row.modules,
+        modules: asBefore && sameModules(asBefore.modules, row.modules) ? asBefore.modules : row.modules,
         holdings: asBefore ? asBefore.holdings : holdings.map((h) => ({ seat: h.seat, module: h.module, derived: h.derived })),
       },
     };
@@ -273,5 +273,3 @@ export class MeshView {
     return this.seatsView.statusesFor(controller, servingReplica);
   }
 }
-
-const sameStrings = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);

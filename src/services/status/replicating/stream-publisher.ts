@@ -5,7 +5,7 @@ import { isWrongLastSequence } from '../../../bus/retry.js';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
 import { byName } from '../../../kernel/names.js';
 import type { ComposeTrigger } from '../composing/poke.js';
-import type { Composition, MachineStatus } from '../composition.js';
+import { type Composition, type MachineStatus, sameModules } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
 import { encodeStreamEntry } from './encode.js';
@@ -27,8 +27,6 @@ export const LAST_HEARD_GRAIN_MS = 60_000;
 export const STATUS_PUT_TIMEOUT_MS = 1_000;
 /** Triggers after which the next composition goes into the stream whole: a new server, a replica without one, a gap. */
 const SNAPSHOT_TRIGGERS: ReadonlySet<ComposeTrigger> = new Set<ComposeTrigger>(['start', 'takeover', 'resync', 'replica-joined']);
-
-const sameModules = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((m, i) => m === b[i]);
 
 /** Whether two items of a machine differ in nothing but lastHeardAt, moved forward by less than `grainMs`. */
 function onlyHeardSooner(before: MachineStatus, after: MachineStatus, grainMs: number): boolean {
