@@ -97,10 +97,11 @@ function hearBeats(mesh: IngestMesh, beats: readonly Heartbeat[], stored: Readon
  * Takes a batch's heartbeats in (issue 37): compared with the store in one statement that writes
  * nothing, the beats of machines whose latest beat changes what is stored (new, another site, other
  * modules or claims) are written (`recordHeartbeats`); every other beat is noted in memory and owed
- * to the checkpoint. A beat older than the last heard changes nothing. Returns the late gaps.
+ * to the checkpoint. A beat older than the last heard changes nothing. Returns the late gaps and
+ * the machines written.
  */
-async function takeBeats(mesh: IngestMesh, batch: readonly Heartbeat[]): Promise<Duration[]> {
-  if (batch.length === 0) return [];
+async function takeBeats(mesh: IngestMesh, batch: readonly Heartbeat[]): Promise<{ gaps: Duration[]; written: string[] }> {
+  if (batch.length === 0) return { gaps: [], written: [] };
   const beats = withoutControllerClaims(batch, mesh);
   const latest = new Map<string, Heartbeat>();
   for (const beat of beats) if (beat.at.getTime() >= (latest.get(beat.machine)?.at.getTime() ?? Number.NEGATIVE_INFINITY)) latest.set(beat.machine, beat);
@@ -118,13 +119,14 @@ async function takeBeats(mesh: IngestMesh, batch: readonly Heartbeat[]): Promise
   for (const chunk of chunked(written)) await retryOnce(() => recordHeartbeats(mesh.db, chunk));
   const recorded = hearBeats(mesh, beats, stored);
   for (const beat of beats) if (!changing.has(beat.machine)) mesh.hearing.owed.owe(beat.machine, beat.at.getTime());
-  return heartbeatGaps(recorded, mesh.config.heartbeatSeconds, mesh.leases.continuousSince());
+  return { gaps: heartbeatGaps(recorded, mesh.config.heartbeatSeconds, mesh.leases.continuousSince()), written: [...changing] };
 }
 
 /**
  * Writes one batch of judged news: heartbeats as `takeBeats` takes them, with their late gaps,
  * build news with build durations, reports through the rollout. Emits 'news' with the machines
- * heard, for the composer to re-read only those.
+ * written, for the composer to re-read only those; a beat that changed nothing stored reaches the
+ * composer as a machine heard later (`NewsHearing.onHeard`), with no read of the store.
  */
 export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): Promise<void> {
   const beats: Heartbeat[] = [];
@@ -135,13 +137,13 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
     else if (news.type === 'report') reports.push(news.report);
     else builds.push(news.build);
   }
-  const durations = await takeBeats(mesh, beats);
+  const { gaps: durations, written } = await takeBeats(mesh, beats);
   if (builds.length) durations.push(...(await retryOnce(() => recordBuildNews(mesh.db, builds))));
   await recordDurations(mesh.db, durations);
   if (reports.length) {
     const applied = await retryOnce(() => applyReports(mesh, reports));
     if (applied.unmatched) mesh.logger.info({ unmatched: applied.unmatched }, 'reports matching no apply sent were ignored');
   }
-  if (beats.length || reports.length) mesh.events.emit('news', 'machine', [...new Set(beats.map((b) => b.machine))]);
+  if (written.length || reports.length) mesh.events.emit('news', 'machine', written);
   if (builds.length) mesh.events.emit('news', 'build');
 }

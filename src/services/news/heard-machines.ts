@@ -28,11 +28,15 @@ export interface BeatBefore {
 export class HeardMachines {
   private readonly byName = new Map<string, HeardEntry>();
 
+  /** Told of each machine whose last-heard moved later (the hearing gathers them for the composer). */
+  onLater: ((machine: string) => void) | undefined;
+
   /** Notes a beat of `machine` heard at `atMs`; one older than the last is no news of its liveness. */
   note(machine: string, atMs: number, takenMs: number): void {
     const entry = this.byName.get(machine);
     if (!entry) {
       this.byName.set(machine, { lastMs: atMs, previousMs: undefined, previousTakenMs: 0, takenMs, iso: undefined });
+      this.onLater?.(machine);
       return;
     }
     if (atMs === entry.lastMs) {
@@ -51,6 +55,7 @@ export class HeardMachines {
     entry.lastMs = atMs;
     entry.takenMs = takenMs;
     entry.iso = undefined;
+    this.onLater?.(machine);
   }
 
   /** When `machine` was last heard, in ms; undefined when this replica has not heard it. */

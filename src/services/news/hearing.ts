@@ -7,6 +7,9 @@ import { CheckpointsOwed } from './checkpoints.js';
 import { HeardMachines } from './heard-machines.js';
 import { type FollowedUpTo, type FollowSource, followHearing, type HearingFollower } from './hearing-follower.js';
 
+/** Machines heard later are gathered this long into one call of each `onHeard` listener. */
+export const HEARD_GATHER_MS = 10;
+
 /** Every replica reads how far the news is written this often: the lag on /metrics, and a composer behind learns it caught up. */
 export const HEARING_POLL_MS = 500;
 /** Deaf spans are kept this long after they end: past it no machine's state can still depend on one. */
@@ -47,6 +50,12 @@ export interface NewsHearing {
   lagMs(): number;
   /** Called after each read with the watermark. Returns the unsubscribe. */
   onRead(listener: (heard: Heard) => void): () => void;
+  /**
+   * Called with the machines whose last-heard moved later in memory (the follower's beats and the
+   * ingest's), gathered HEARD_GATHER_MS: the composer judges them again from memory, with no read
+   * of the store (a beat that changes nothing stored is news only of the instant). Returns the unsubscribe.
+   */
+  onHeard(listener: (machines: readonly string[]) => void): () => void;
   /**
    * Tells the hearing that states judged at `heardUntilMs` were shown in a composition composed at
    * `composedAtMs` (by any replica): a deaf span not over by then never reaches back past that
@@ -218,6 +227,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
     if (stopped) f?.stop();
   });
   const listeners = new Set<(heard: Heard) => void>();
+  const heardLater = gatherHeardLater(machines);
 
   const read = () =>
     Promise.race([readHeard(source, heard.heardUntilMs, follower && (() => follower!.upTo())), timeout(HEARING_READ_TIMEOUT_MS)])
@@ -254,12 +264,47 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    onHeard: heardLater.listen,
     stop() {
       stopped = true;
+      heardLater.stop();
       clearInterval(timer);
       follower?.stop();
       deaf.stop();
       listeners.clear();
+    },
+  };
+}
+
+/**
+ * Gathers the machines `machines` hears later HEARD_GATHER_MS into one call of each listener; with
+ * no listener nothing is gathered. The set holds each machine once, so it is bounded by the mesh.
+ */
+function gatherHeardLater(machines: HeardMachines): { listen(listener: (names: readonly string[]) => void): () => void; stop(): void } {
+  const listeners = new Set<(names: readonly string[]) => void>();
+  const gathered = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  const tell = () => {
+    timer = undefined;
+    const names = [...gathered];
+    gathered.clear();
+    for (const listener of listeners) listener(names);
+  };
+  machines.onLater = (machine) => {
+    if (listeners.size === 0) return;
+    gathered.add(machine);
+    timer ??= setTimeout(tell, HEARD_GATHER_MS);
+  };
+  return {
+    listen(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    stop() {
+      machines.onLater = undefined;
+      listeners.clear();
+      if (timer) clearTimeout(timer);
+      gathered.clear();
     },
   };
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { CompositionSources } from '../../../src/services/status/composing/compose.js';
 import { TAKEOVER_FROM_SHOWN_MACHINES } from '../../../src/services/status/composing/compose.js';
-import { composeStep, FULL_COMPOSE_COST_FACTOR, FULL_COMPOSE_EVERY_MS } from '../../../src/services/status/composing/step.js';
+import { composeStep, FULL_COMPOSE_COST_FACTOR, FULL_COMPOSE_EVERY_MS, INCREMENTAL_MACHINES_MAX } from '../../../src/services/status/composing/step.js';
 import type { MachineStatus } from '../../../src/services/status/composition.js';
 import { freshStore } from '../../fixtures/services.js';
 
@@ -46,7 +46,7 @@ test('a fast full composition is made again every FULL_COMPOSE_EVERY_MS; the min
   await full();
   step.ask('minute');
   clock.ms += FULL_COMPOSE_EVERY_MS / 2;
-  expect(step.take()).toEqual({ full: false, machines: [] });
+  expect(step.take()).toEqual({ full: false, machines: [], heard: [] });
   clock.ms += FULL_COMPOSE_EVERY_MS / 2;
   step.ask('minute');
   expect(step.take().full).toBe(true);
@@ -60,10 +60,28 @@ test('after a full composition that took 30 s the next is due FULL_COMPOSE_COST_
   clock.ms = startedAt + 2 * FULL_COMPOSE_EVERY_MS;
   step.ask('minute');
   step.ask('news', ['m-1']);
-  expect(step.take()).toEqual({ full: false, machines: ['m-1'] });
+  expect(step.take()).toEqual({ full: false, machines: ['m-1'], heard: [] });
   clock.ms = startedAt + FULL_COMPOSE_COST_FACTOR * 30_000;
   step.ask('minute');
   expect(step.take().full).toBe(true);
+});
+
+test('machines heard later are judged from memory, never read again nor counted towards a full composition; a full one takes none', async () => {
+  const clock = { ms: 1_000_000, fullTakesMs: 50 };
+  const { step, full } = aStep(clock);
+  await full();
+  step.ask(
+    'heard',
+    Array.from({ length: INCREMENTAL_MACHINES_MAX + 1 }, (_, i) => `m-${i}`),
+  );
+  step.ask('news', ['m-1']);
+  const taken = step.take();
+  expect(taken.full).toBe(false);
+  expect(taken.machines).toEqual(['m-1']);
+  expect(taken.heard).toHaveLength(INCREMENTAL_MACHINES_MAX + 1);
+  step.ask('heard', ['m-2']);
+  step.ask('acted');
+  expect(step.take()).toEqual({ full: true, machines: [], heard: [] });
 });
 
 test('an acting verb still asks a full composition at once, whatever the last one cost', async () => {

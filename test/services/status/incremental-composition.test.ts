@@ -261,3 +261,56 @@ describe('on a running gateway', () => {
     expect(seen.trigger).not.toContain('from-the-future');
   });
 });
+
+describe('a beat that changes nothing stored', () => {
+  let env: TestEnv;
+  let serving: TestGateway;
+  let other: TestGateway;
+  let agent: Awaited<ReturnType<typeof anAgent>>;
+  beforeAll(async () => {
+    env = await testEnv('incremental_heard');
+    const quick = { ...env.env, MESH_HEARTBEAT_S: '0.5' };
+    serving = await startTestGateway(quick);
+    other = await startTestGateway(quick);
+    agent = await anAgent();
+    await eventually(() => other.mesh.status.current(), 'a composition on the second replica');
+  });
+  afterAll(async () => {
+    await agent?.close();
+    await other?.stop();
+    await serving?.stop();
+    await env?.cleanup();
+  });
+
+  test('raises a LATE machine to UP from memory: no replica asks for it to be read again, here or over NATS', async () => {
+    const quiet = Array.from({ length: 12 }, (_, i) => `quiet-${i}`);
+    const beatAll = () => {
+      for (const machine of quiet) agent.heartbeat(env.subjects, machine, { site: 'eu-1', modules: ['broker'] });
+    };
+    const states = () => quiet.map((name) => serving.mesh.status.current()?.machines.find((m) => m.name === name)?.state);
+    beatAll();
+    await eventually(() => states().every((s) => s === 'LATE'), 'the quiet machines shown LATE');
+    // What each replica's ingest tells its composer to read again from the store, and what crosses NATS.
+    const toRead: string[] = [];
+    const onNews = (_kind: string, machines?: readonly string[]) => void toRead.push(...(machines ?? []));
+    for (const g of [serving, other]) g.mesh.events.on('news', onNews);
+    const asked: string[] = [];
+    const sub = agent.nc.subscribe(`${env.subjects}.compose`, {
+      callback: (_err, msg) => void asked.push(...((msg.json() as { machines?: string[] }).machines ?? [])),
+    });
+    try {
+      await agent.nc.flush();
+      const incrementalBefore = serving.composer.stats.incremental;
+      beatAll();
+      await eventually(() => states().every((s) => s === 'UP'), 'the quiet machines shown UP again');
+      await eventually(async () => (await other.mesh.hearing.refresh()).pending === 0, 'every beat taken in');
+      await agent.nc.flush();
+      expect(toRead.filter((name) => quiet.includes(name))).toEqual([]);
+      expect(asked.filter((name) => quiet.includes(name))).toEqual([]);
+      expect(serving.composer.stats.incremental).toBeGreaterThan(incrementalBefore);
+    } finally {
+      sub.unsubscribe();
+      for (const g of [serving, other]) g.mesh.events.off('news', onNews);
+    }
+  });
+});

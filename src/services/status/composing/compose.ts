@@ -73,7 +73,11 @@ export interface ComposeInput {
    */
   shown?: Pick<Composition, 'machines'> & Partial<Pick<Composition, 'seats'>>;
   /** When each machine was last heard, as this replica's memory holds it: the store keeps a checkpoint (issue 37). */
-  heard?: { lastHeardAt(machine: string, storedIso: string): string; forEachHeard?(visit: (machine: string, lastMs: number) => void): void };
+  heard?: {
+    lastHeardAt(machine: string, storedIso: string): string;
+    lastMs?(machine: string): number | undefined;
+    forEachHeard?(visit: (machine: string, lastMs: number) => void): void;
+  };
 }
 
 /**
@@ -196,12 +200,24 @@ export async function compose(db: Kysely<DB>, input: ComposeInput): Promise<Comp
  * Composes from the view of the last composition: the machines `touched` are read again (rows,
  * running modules with their claims, holdings on record: one statement) beside the open plans
  * (one more, at once), their derived holdings worked out by the view, and swapped into it; every
- * other machine and seat is carried over, its state judged again at this instant. The view is
- * changed in place.
+ * other machine and seat is carried over, its state judged again at this instant; the machines
+ * `heardLater` take their last-heard from memory. The view is changed in place.
  */
-export async function composeIncrementally(db: Kysely<DB>, view: MeshView, touched: readonly string[], input: ComposeInput): Promise<Composition> {
+export async function composeIncrementally(
+  db: Kysely<DB>,
+  view: MeshView,
+  touched: readonly string[],
+  input: ComposeInput,
+  heardLater: readonly string[] = [],
+): Promise<Composition> {
   const started = performance.now();
   const now = input.now ?? new Date();
+  // Machines only heard later (beats that changed nothing stored) take that instant from memory:
+  // judged again with no read of the store. One the view does not hold yet comes with its news.
+  for (const machine of heardLater) {
+    const lastMs = input.heard?.lastMs?.(machine);
+    if (lastMs !== undefined) view.hearLater(machine, lastMs);
+  }
   // Machines about to be judged LATE or SILENT are read again too: news of them written since the
   // view read them may not have been told to the composer yet (docs/status.md, "Judging silence").
   const crossing = view.crossingBy(judgingOf(input, now));

@@ -34,7 +34,7 @@ export type ComposerMesh = CallsMesh &
     status: StatusFeed;
     leases: ServingLease;
     /** How far the news is written: states are judged at it. Absent (a test's mesh): judged at the wall clock. */
-    hearing?: Pick<NewsHearing, 'refresh' | 'onRead'> & Partial<Pick<NewsHearing, 'shown'>>;
+    hearing?: Pick<NewsHearing, 'refresh' | 'onRead'> & Partial<Pick<NewsHearing, 'shown' | 'onHeard' | 'machines'>>;
   };
 
 export interface ComposerStats {
@@ -106,6 +106,14 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     },
   });
   const offShown = tellHearingShown(feed, mesh.hearing);
+  // Machines heard later are judged again from memory; only the serving replica's own hearing asks
+  // (every replica hears every beat), and only for machines its view holds heard earlier.
+  const offHeard = mesh.hearing?.onHeard?.((machines) => {
+    const lastMs = mesh.hearing?.machines?.lastMs.bind(mesh.hearing.machines);
+    if (!lease.isServing() || !lastMs) return;
+    const later = step.heardLater(machines, lastMs);
+    if (later.length) scheduler.request('heard', later);
+  });
   const pokes = gatherPokes({ nc: mesh.bus.nc, root: mesh.subjects.root, serving: () => lease.isServing(), request: scheduler.request }, mesh.events);
   const offLease = followServingLease({
     lease,
@@ -133,6 +141,7 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
       pokes.stop();
       offLease();
       offShown();
+      offHeard?.();
       await scheduler.stop();
     },
   };

@@ -79,10 +79,17 @@ export class MeshView {
     return view;
   }
 
+  /** Whether the view holds `name` heard before `lastMs`: `hearLater` would change it. */
+  heardBefore(name: string, lastMs: number): boolean {
+    const at = this.index.get(name);
+    return at !== undefined && lastMs > this.entries[at]!.heardMs;
+  }
+
   /**
-   * Takes `lastMs` as `name`'s last-heard when it is later than the view's (a takeover's memory of
-   * a beat the composition it started from did not show yet); judged at the next composition.
-   * False when the view does not hold `name`.
+   * Takes `lastMs` as `name`'s last-heard when it is later than the view's (a beat that changed
+   * nothing stored; a takeover's memory of a beat the composition it started from did not show
+   * yet); judged at the next composition. What was shown is no floor for a newer instant, so its
+   * state starts over as a new row's does. False when the view does not hold `name`.
    */
   hearLater(name: string, lastMs: number): boolean {
     const at = this.index.get(name);
@@ -91,7 +98,7 @@ export class MeshView {
     if (lastMs <= entry.heardMs) return true;
     this.heap.remove(entry);
     const later: Entry = {
-      status: { ...entry.status, lastHeardAt: new Date(lastMs).toISOString() },
+      status: { ...entry.status, state: 'UP', lastHeardAt: new Date(lastMs).toISOString() },
       heardMs: lastMs,
       nextMs: Number.POSITIVE_INFINITY,
       heapAt: -1,

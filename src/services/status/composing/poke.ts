@@ -2,7 +2,8 @@ import { isName } from '../../../kernel/names.js';
 
 /**
  * Why a composition is asked: the serving replica taking the lease (`start`, `takeover`), every
- * minute, news (with the machines it wrote), build news, an acting verb, a plan changed, a machine
+ * minute, news (with the machines it wrote), machines heard later in this replica's memory (`heard`:
+ * asked of its own composer only, never over NATS), build news, an acting verb, a plan changed, a machine
  * crossing LATE or SILENT, a replica joining or fetching a snapshot after a gap (`resync`), a
  * failed composition asked again, a request naming none or one this gateway does not know (`asked`).
  */
@@ -11,6 +12,7 @@ export const COMPOSE_TRIGGERS = [
   'takeover',
   'minute',
   'news',
+  'heard',
   'build',
   'acted',
   'plan',

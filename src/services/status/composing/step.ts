@@ -7,13 +7,22 @@ import type { ComposeTrigger } from './poke.js';
 
 /**
  * Triggers an incremental composition can answer: news (with the machines it wrote; reports change
- * only plans, read again each time), build news (not in a composition), a plan changed, a machine
+ * only plans, read again each time), machines heard later in this replica's memory (judged again
+ * from it, no read), build news (not in a composition), a plan changed, a machine
  * crossing LATE or SILENT (states are judged again at each composition), a replica joining, the
  * minute (time passing: states judged again; the reconciliation comes when it is due, `fullEveryMs`).
  * Any other — start, takeover, acted (seats, holdings, aliases, machines removed), a retry, one not
  * known — asks a full composition.
  */
-export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set<ComposeTrigger>(['news', 'build', 'plan', 'state-change', 'replica-joined', 'minute']);
+export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set<ComposeTrigger>([
+  'news',
+  'heard',
+  'build',
+  'plan',
+  'state-change',
+  'replica-joined',
+  'minute',
+]);
 
 /** The serving replica composes from the whole store at least this often, whatever news asks: the reconciliation. */
 export const FULL_COMPOSE_EVERY_MS = 60_000;
@@ -37,10 +46,11 @@ export const fullEveryMs = (tookMs: number): number => Math.max(FULL_COMPOSE_EVE
 /** The triggers of a replica taking the serving lease: at a large mesh its first composition starts from the one it followed (`composeFromShown`). */
 const TAKING_OVER = /(^|,)(takeover|start)(,|$)/;
 
-/** What one composition is to be: full, or incremental over the machines named. */
+/** What one composition is to be: full, or incremental over the machines named (read again) and those heard later (judged from memory). */
 export interface Step {
   full: boolean;
   machines: string[];
+  heard: string[];
 }
 
 /**
@@ -53,6 +63,11 @@ export interface ComposeStep {
   ask(trigger: ComposeTrigger, machines?: readonly string[]): void;
   take(): Step;
   compose(step: Step, input: ComposeInput): Promise<Composition>;
+  /**
+   * The machines of `heard` the view holds heard earlier than `lastMs` says: those a composition
+   * would change. A machine not held yet (a first beat) comes with the news that writes it.
+   */
+  heardLater(heard: readonly string[], lastMs: (machine: string) => number | undefined): string[];
   /** When a machine of the last composition next crosses LATE or SILENT, found while composing it; undefined when none will or it failed. */
   crossing(): Date | undefined;
   forget(): void;
@@ -64,25 +79,34 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
   let lastFullTookMs = 0;
   let fullAsked = false;
   const touched = new Set<string>();
+  // Bounded by the mesh: each machine once.
+  const heardLater = new Set<string>();
   return {
     ask(trigger, machines) {
       if (fullAsked) return;
+      if (trigger === 'heard') {
+        for (const m of machines ?? []) heardLater.add(m);
+        return;
+      }
       if (!INCREMENTAL_TRIGGERS.has(trigger) || (trigger === 'news' && !machines)) {
         fullAsked = true;
         touched.clear();
+        heardLater.clear();
         return;
       }
       for (const m of machines ?? []) touched.add(m);
       if (touched.size > Math.max(INCREMENTAL_MACHINES_MAX, INCREMENTAL_SHARE_MAX * (view?.size ?? 0))) {
         fullAsked = true;
         touched.clear();
+        heardLater.clear();
       }
     },
     take() {
       const full = fullAsked || !view || now() - lastFullAt >= fullEveryMs(lastFullTookMs);
-      const step = { full, machines: full ? [] : [...touched] };
+      const step = { full, machines: full ? [] : [...touched], heard: full ? [] : [...heardLater] };
       fullAsked = false;
       touched.clear();
+      heardLater.clear();
       return step;
     },
     async compose(step, input) {
@@ -105,7 +129,14 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
         lastFullTookMs = now() - startedAt;
         return composed.composition;
       }
-      return composeIncrementally(db, view, step.machines, input);
+      return composeIncrementally(db, view, step.machines, input, step.heard);
+    },
+    heardLater(heard, lastMs) {
+      if (!view) return [];
+      return heard.filter((machine) => {
+        const ms = lastMs(machine);
+        return ms !== undefined && view!.heardBefore(machine, ms);
+      });
     },
     crossing() {
       const at = view?.crossingMs;
