@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { isWrongLastSequence } from '../../../bus/retry.js';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
 import { byName } from '../../../kernel/names.js';
+import { msBetweenInstants } from '../../../kernel/values.js';
 import type { ComposeTrigger } from '../composing/poke.js';
 import { type Composition, type MachineStatus, sameModules } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
@@ -30,7 +31,7 @@ const SNAPSHOT_TRIGGERS: ReadonlySet<ComposeTrigger> = new Set<ComposeTrigger>([
 
 /** Whether two items of a machine differ in nothing but lastHeardAt, moved forward by less than `grainMs`. */
 function onlyHeardSooner(before: MachineStatus, after: MachineStatus, grainMs: number): boolean {
-  const moved = Date.parse(after.lastHeardAt) - Date.parse(before.lastHeardAt);
+  const moved = msBetweenInstants(before.lastHeardAt, after.lastHeardAt);
   if (!(moved >= 0 && moved < grainMs)) return false;
   return before.state === after.state && before.site === after.site && sameModules(before.modules, after.modules) && sameJson(before.holdings, after.holdings);
 }
