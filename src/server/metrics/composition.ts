@@ -2,12 +2,15 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Mesh } from '../../services/mesh.js';
 import type { Composer } from '../../services/status/composing/composer.js';
 import type { Composition } from '../../services/status/composition.js';
+import { countStates, type StateCounts } from '../../services/status/looking-back/counts.js';
 import { readCounter, readGauge } from './read.js';
 
 /** Compose times (seconds) the histogram tells apart: a composition takes milliseconds at 1,000 machines, tens at 10,000. */
 const COMPOSE_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 /** The machine states and plan states counted: each is shown, 0 included, once a composition is heard. */
 const MACHINE_STATES = ['UP', 'LATE', 'SILENT'] as const;
+/** Each state's field in `countStates`' counts. */
+const STATE_COUNT: Record<(typeof MACHINE_STATES)[number], keyof StateCounts> = { UP: 'up', LATE: 'late', SILENT: 'silent' };
 const PLAN_STATES = ['QUEUED', 'OPEN', 'STOPPED'] as const;
 
 /** Takes in one composition heard (its figures are observed as it comes, not read at scrape time). */
@@ -78,7 +81,8 @@ function statesHeard(registry: Registry): CompositionHeard {
     registers: [registry],
   });
   return (composition) => {
-    for (const state of MACHINE_STATES) machines.set({ state }, composition.machines.filter((m) => m.state === state).length);
+    const counts = countStates(composition.machines);
+    for (const state of MACHINE_STATES) machines.set({ state }, counts[STATE_COUNT[state]]);
     const byState = new Map<string, number>(PLAN_STATES.map((state) => [state, 0]));
     for (const plan of composition.plans) byState.set(plan.state, (byState.get(plan.state) ?? 0) + 1);
     for (const [state, count] of byState) plans.set({ state }, count);

@@ -27,14 +27,25 @@ export interface StatusCount extends StateCounts {
   at: string;
 }
 
-/** How many of these machines each state holds. */
+/** The counts of each list of machines counted, while the list lives. */
+const countedStates = new WeakMap<readonly { state: string }[], StateCounts>();
+
+/**
+ * How many of these machines each state holds, counted once a list: every replica counts each
+ * composition it hears for the series and for /metrics, and the serving one for the stream's
+ * header; at 100,000 machines and 4 compositions a second, five passes were a tenth of a replica's CPU.
+ */
 export function countStates(machines: readonly { state: string }[]): StateCounts {
+  const known = countedStates.get(machines);
+  if (known) return known;
   const counts = { up: 0, late: 0, silent: 0 };
   for (const m of machines) {
     if (m.state === 'UP') counts.up++;
     else if (m.state === 'LATE') counts.late++;
     else if (m.state === 'SILENT') counts.silent++;
   }
+  Object.freeze(counts);
+  countedStates.set(machines, counts);
   return counts;
 }
 
