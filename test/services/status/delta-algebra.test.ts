@@ -4,6 +4,7 @@ import { Invalid } from '../../../src/kernel/errors.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { applyDelta, deltaIsEmpty, diffCompositions, tryApplyDelta } from '../../../src/services/status/delta/algebra.js';
 import { mergeDeltas, replayDeltas } from '../../../src/services/status/delta/delta-chain.js';
+import { applyListChanges } from '../../../src/services/status/delta/lists.js';
 
 // The delta algebra alone, no gateway: the one pure module the gateway, meshctl and the dashboard
 // apply deltas with (src/services/status/delta/algebra.ts). Keys come from small pools so that
@@ -185,3 +186,15 @@ function emptyComposition(seq: number) {
     plans: [],
   };
 }
+
+test('changes alone are put in place whether the list is in name order or not, and a change of a key the list lacks adds nothing', () => {
+  const item = (name: string, v: number) => ({ name, v });
+  const key = (i: { name: string }) => i.name;
+  const changes = { added: [], addedAt: [], removed: [], order: null, changed: [item('b', 2), item('zz', 9)] };
+  const sorted = [item('a', 0), item('b', 0), item('c', 0)];
+  const unsorted = [item('c', 0), item('b', 0), item('a', 0)];
+  expect(applyListChanges(sorted, changes, key)).toEqual([item('a', 0), item('b', 2), item('c', 0)]);
+  expect(applyListChanges(unsorted, changes, key)).toEqual([item('c', 0), item('b', 2), item('a', 0)]);
+  expect(applyListChanges(unsorted, { ...changes, changed: [item('a', 1)] }, key)).toEqual([item('c', 0), item('b', 0), item('a', 1)]);
+  expect(sorted[1]).toEqual(item('b', 0));
+});

@@ -163,6 +163,10 @@ function diffByKeys<T>(a: readonly T[], b: readonly T[], key: (item: T) => strin
  */
 export function applyListChanges<T>(a: readonly T[], changes: ListChangesIn<T>, key: (item: T) => string): T[] {
   if (changes.added.length !== changes.addedAt.length) throw new Invalid('a delta list has as many places as added items');
+  if (!changes.order && !changes.removed.length && !changes.added.length && changes.changed?.length) {
+    const patched = changedInPlace(a, changes.changed, key);
+    if (patched) return patched;
+  }
   const removed = changes.removed.length ? new Set(changes.removed) : undefined;
   const changed = changes.changed?.length ? new Map<string, T>() : undefined;
   for (const item of changes.changed ?? []) changed?.set(key(item), item);
@@ -194,5 +198,34 @@ export function applyListChanges<T>(a: readonly T[], changes: ListChangesIn<T>, 
     list.push(kept);
   }
   while (next < added.length) list.push(added[next++] as T);
+  return list;
+}
+
+/**
+ * `a` copied with each of `changed` put in the place of the item of its key, found by binary
+ * search in code-unit order (the order a composition keeps its lists in); undefined when a key is
+ * not found so, and the caller reads every key. A delta of a few machines' states applied to
+ * 100,000 machines read every key into a map lookup: 9% of a replica following four a second.
+ */
+function changedInPlace<T>(a: readonly T[], changed: readonly T[], key: (item: T) => string): T[] | undefined {
+  const list = a.slice();
+  for (const item of changed) {
+    const k = key(item);
+    let lo = 0;
+    let hi = list.length - 1;
+    let at = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const midKey = key(list[mid] as T);
+      if (midKey < k) lo = mid + 1;
+      else if (midKey > k) hi = mid - 1;
+      else {
+        at = mid;
+        break;
+      }
+    }
+    if (at < 0) return undefined;
+    list[at] = item;
+  }
   return list;
 }
