@@ -25,6 +25,8 @@ import { bundledChildGateway } from './compiled.js';
 // stopped were shown LATE and SILENT past their boundaries, the news lag p50/p99, each replica's
 // RSS and CPU-seconds, the replicas' CPU per beat, and the takeover times.
 const QUICK = process.env.BENCH_QUICK === '1';
+/** Another build's bundle to run as the replicas (a baseline: an older commit's `src/bundle/main.js`); the source as it is now when unset. */
+const GATEWAY = process.env.BENCH_GATEWAY;
 const MACHINES = Number(process.env.BENCH_MACHINES ?? (QUICK ? 10_000 : 100_000));
 const HEARTBEAT_S = 10;
 const STOPPED_EVERY = 100;
@@ -98,7 +100,8 @@ async function sample(g: ChildGateway): Promise<Sample | undefined> {
 }
 
 export async function run(): Promise<string> {
-  bundledChildGateway();
+  if (!GATEWAY) bundledChildGateway();
+  const spawnReplica = (env: Record<string, string | undefined>) => spawnGateway(env, 60_000, undefined, GATEWAY);
   const lines: string[] = [];
   const log = (line: string) => {
     lines.push(line);
@@ -127,7 +130,7 @@ export async function run(): Promise<string> {
   const samples: Sample[] = [];
   let sampling = true;
   try {
-    gateways.push(await spawnGateway(env), await spawnGateway(env));
+    gateways.push(await spawnReplica(env), await spawnReplica(env));
     const reading = (async () => {
       while (sampling) {
         const started = Date.now();
@@ -166,7 +169,7 @@ export async function run(): Promise<string> {
     await killed.kill('SIGKILL');
     // Timed while the replacement starts: at 100,000 machines its start (a re-read of the news) outlasts the window.
     const taking = anotherServes(gateways, killed, killedAt, 10_000);
-    gateways.push(await spawnGateway(env));
+    gateways.push(await spawnReplica(env));
     const takeoverMs = await taking;
     const survivor = gateways.find((g) => g !== killed && alive(g) && g.output().includes(TOOK_LEASE));
     log(`SIGKILL of the serving replica: another served after ${takeoverMs} ms (${survivor ? 'survivor' : 'see logs'})`);
