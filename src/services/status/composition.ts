@@ -19,6 +19,14 @@ export interface MachineStatus {
   holdings: { seat: string; module: string; derived: boolean }[];
 }
 
+/**
+ * A machine whose only change is `lastHeardAt`, by less than this, keeps the `lastHeardAt` shown
+ * before: a heartbeat is not a change for every subscriber. Its state (UP, LATE, SILENT), judged
+ * from the true instant, still moves at once (docs/status-deltas.md). The serving replica's view
+ * keeps it so (`MeshView.hearLater`), and its publisher for every composition (`coarsenLastHeard`).
+ */
+export const LAST_HEARD_GRAIN_MS = 60_000;
+
 /** Whether two machines' modules (sorted, as a composition holds them) are the same. */
 export const sameModules = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((m, i) => m === b[i]);
 

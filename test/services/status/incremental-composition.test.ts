@@ -12,7 +12,7 @@ import {
   meshSources,
 } from '../../../src/services/status/composing/compose.js';
 import { nextCrossing } from '../../../src/services/status/composing/crossing.js';
-import type { Composition } from '../../../src/services/status/composition.js';
+import { type Composition, LAST_HEARD_GRAIN_MS } from '../../../src/services/status/composition.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
@@ -160,6 +160,51 @@ test('a machine news did not name keeps the very same object from one incrementa
   const next = await composeIncrementally(store.db, view, ['b'], { ...input, seq: 2 });
   expect(next.machines[0]).toBe(first.machines[0]);
   expect(next.machines[1]).toMatchObject({ name: 'b', modules: ['agent', 'web'] });
+});
+
+test('a machine shown UP and heard again within LAST_HEARD_GRAIN_MS keeps its object; later, or raised from LATE, or turning LATE, it shows the true instant', async () => {
+  await sql`truncate machine, assignment, seat_holding, plan_apply, plan cascade`.execute(store.db);
+  const t0 = Date.parse('2026-12-05T12:00:00.000Z');
+  const heardMs = new Map<string, number>();
+  const input = (seq: number, nowMs: number): ComposeInput => ({
+    seq,
+    controller: CONTROLLER,
+    trigger: 'test',
+    heartbeatSeconds: HEARTBEAT_S,
+    sources: noSources,
+    now: new Date(nowMs),
+    heard: {
+      lastHeardAt: (m, stored) => (heardMs.has(m) ? new Date(Math.max(heardMs.get(m)!, Date.parse(stored))).toISOString() : stored),
+      lastMs: (m) => heardMs.get(m),
+    },
+  });
+  await recordHeartbeats(store.db, [
+    { machine: 'a', modules: ['broker'], at: new Date(t0) },
+    { machine: 'b', modules: ['web'], at: new Date(t0) },
+  ]);
+  const { view, composition: first } = await composeFully(store.db, input(1, t0 + 1_000));
+  const hear = async (seq: number, nowMs: number, beats: Record<string, number>) => {
+    for (const [m, at] of Object.entries(beats)) heardMs.set(m, at);
+    return composeIncrementally(store.db, view, [], input(seq, nowMs), Object.keys(beats));
+  };
+  // Heard 10 s later: nothing a subscriber would see changed, so nothing changed.
+  const sooner = await hear(2, t0 + 11_000, { a: t0 + 10_000 });
+  expect(sooner.machines[0]).toBe(first.machines[0]);
+  // b not heard: LATE past 1.5 beats, shown with its true instant.
+  const late = await hear(3, t0 + 20_000, { a: t0 + 19_000 });
+  expect(late.machines[0]).toBe(first.machines[0]);
+  expect(late.machines[1]).toMatchObject({ name: 'b', state: 'LATE', lastHeardAt: new Date(t0).toISOString() });
+  // b heard again: UP, with the instant heard.
+  const raised = await hear(4, t0 + 21_000, { b: t0 + 20_500 });
+  expect(raised.machines[1]).toMatchObject({ name: 'b', state: 'UP', lastHeardAt: new Date(t0 + 20_500).toISOString() });
+  // a heard a grain after the instant shown: the true instant.
+  const grain = await hear(5, t0 + LAST_HEARD_GRAIN_MS + 1_000, { a: t0 + LAST_HEARD_GRAIN_MS, b: t0 + LAST_HEARD_GRAIN_MS });
+  expect(grain.machines[0]).toMatchObject({ name: 'a', state: 'UP', lastHeardAt: new Date(t0 + LAST_HEARD_GRAIN_MS).toISOString() });
+  // a kept at t0 + 10 s's status while heard sooner, then silent: LATE shows when it was last heard, not the instant kept.
+  const turned = await hear(6, t0 + LAST_HEARD_GRAIN_MS + 5_000, { a: t0 + LAST_HEARD_GRAIN_MS + 4_000 });
+  expect(turned.machines[0]).toBe(grain.machines[0]);
+  const aLate = await composeIncrementally(store.db, view, [], input(7, t0 + LAST_HEARD_GRAIN_MS + 25_000));
+  expect(aLate.machines[0]).toMatchObject({ name: 'a', state: 'LATE', lastHeardAt: new Date(t0 + LAST_HEARD_GRAIN_MS + 4_000).toISOString() });
 });
 
 describe('on a running gateway', () => {

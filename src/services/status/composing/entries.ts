@@ -6,7 +6,13 @@ import type { MachineStatus } from '../composition.js';
 /** One machine of a MeshView: its status as last shown and its heard instant. */
 export interface Entry {
   status: MachineStatus;
+  /** The instant it was last heard: its state is judged from it. */
   heardMs: number;
+  /**
+   * The instant subscribers were last shown it heard (≤ `heardMs`): a beat heard less than
+   * LAST_HEARD_GRAIN_MS after it, of a machine shown UP, keeps the status object as it is.
+   */
+  shownMs: number;
   /** The heard instant past which its state next changes by age alone (`nextStateChangeMs`); +∞ once SILENT or before it is judged. */
   nextMs: number;
   /** Its place in the view's crossing heap; -1 when not in it. */

@@ -1,5 +1,5 @@
 import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs, sameDeafSpans } from '../../machines/machines.js';
-import { type Composition, type MachineStatus, type SeatStatus, sameModules } from '../composition.js';
+import { type Composition, LAST_HEARD_GRAIN_MS, type MachineStatus, type SeatStatus, sameModules } from '../composition.js';
 import { CrossingHeap } from './crossing-heap.js';
 import { byEntryName, type Entry, mergeSorted, withJudged } from './entries.js';
 import { type Held, holdingsOf, holdsAsBefore } from './holders.js';
@@ -56,10 +56,14 @@ export class MeshView {
     view.entries = machines.map((row) => view.entry(row, byMachine.get(row.name) ?? []));
     view.reindex();
     // What the last composition (whichever replica made it) showed is the floor of each state.
+    // And its instant, when not later, the one the grain of `hearLater` counts from.
     for (const machine of shown ?? []) {
       const at = view.index.get(machine.name);
-      if (at !== undefined)
-        view.entries[at]!.status.state = flooredState('UP', view.entries[at]!.heardMs, { state: machine.state, lastHeardMs: Date.parse(machine.lastHeardAt) });
+      if (at === undefined) continue;
+      const entry = view.entries[at]!;
+      const shownMs = Date.parse(machine.lastHeardAt);
+      entry.status.state = flooredState('UP', entry.heardMs, { state: machine.state, lastHeardMs: shownMs });
+      if (shownMs <= entry.heardMs) entry.shownMs = shownMs;
     }
     return view;
   }
@@ -73,7 +77,10 @@ export class MeshView {
    */
   static fromComposition(c: Pick<Composition, 'machines' | 'seats'>, aliases: readonly [alias: string, seat: string][], controller: string): MeshView {
     const view = new MeshView();
-    view.entries = c.machines.map((status) => ({ status, heardMs: Date.parse(status.lastHeardAt), nextMs: Number.POSITIVE_INFINITY, heapAt: -1 }));
+    view.entries = c.machines.map((status) => {
+      const heardMs = Date.parse(status.lastHeardAt);
+      return { status, heardMs, shownMs: heardMs, nextMs: Number.POSITIVE_INFINITY, heapAt: -1 };
+    });
     view.reindex();
     view.seatsView = SeatsView.fromComposition(c.seats, aliases, controller, (name) => view.index.has(name));
     return view;
@@ -88,8 +95,11 @@ export class MeshView {
   /**
    * Takes `lastMs` as `name`'s last-heard when it is later than the view's (a beat that changed
    * nothing stored; a takeover's memory of a beat the composition it started from did not show
-   * yet); judged at the next composition. What was shown is no floor for a newer instant, so its
-   * state starts over as a new row's does. False when the view does not hold `name`.
+   * yet); judged at the next composition. A machine shown UP and heard less than
+   * LAST_HEARD_GRAIN_MS after the instant shown keeps its status object, as the publisher would
+   * keep it (`coarsenLastHeard`): nearly every beat then changes nothing a composition holds, and
+   * is neither copied, compared nor sent. Otherwise what was shown is no floor for a newer instant,
+   * so its state starts over as a new row's does. False when the view does not hold `name`.
    */
   hearLater(name: string, lastMs: number): boolean {
     const at = this.index.get(name);
@@ -97,12 +107,16 @@ export class MeshView {
     const entry = this.entries[at]!;
     if (lastMs <= entry.heardMs) return true;
     this.heap.remove(entry);
-    const later: Entry = {
-      status: { ...entry.status, state: 'UP', lastHeardAt: new Date(lastMs).toISOString() },
-      heardMs: lastMs,
-      nextMs: Number.POSITIVE_INFINITY,
-      heapAt: -1,
-    };
+    const sooner = entry.status.state === 'UP' && lastMs - entry.shownMs < LAST_HEARD_GRAIN_MS;
+    const later: Entry = sooner
+      ? { status: entry.status, heardMs: lastMs, shownMs: entry.shownMs, nextMs: Number.POSITIVE_INFINITY, heapAt: -1 }
+      : {
+          status: { ...entry.status, state: 'UP', lastHeardAt: new Date(lastMs).toISOString() },
+          heardMs: lastMs,
+          shownMs: lastMs,
+          nextMs: Number.POSITIVE_INFINITY,
+          heapAt: -1,
+        };
     this.entries[at] = later;
     this.unjudged.push(later);
     return true;
@@ -123,6 +137,7 @@ export class MeshView {
     const heard = new Date(row.lastHeardAt);
     return {
       heardMs: heard.getTime(),
+      shownMs: heard.getTime(),
       nextMs: Number.POSITIVE_INFINITY,
       heapAt: -1,
       status: {
@@ -183,6 +198,7 @@ export class MeshView {
         entry.status.lastHeardAt = before.status.lastHeardAt;
         entry.status.state = before.status.state;
       }
+      if (before) entry.shownMs = Math.min(entry.heardMs, before.shownMs);
       if (before) this.heap.remove(before);
       this.unjudged.push(entry);
       if (at === undefined) added.push(entry);
@@ -238,7 +254,15 @@ export class MeshView {
   /** Judges `entry` at `judging` (a new object when its state changed) and files it in the heap by its next instant. */
   private judge(entry: Entry, judging: Judging): void {
     const state = this.stateOf(entry, judging);
-    if (state !== entry.status.state) entry.status = { ...entry.status, state };
+    // A change of state is shown with the true instant, as the publisher shows it.
+    if (state !== entry.status.state) {
+      entry.status = {
+        ...entry.status,
+        state,
+        lastHeardAt: entry.shownMs === entry.heardMs ? entry.status.lastHeardAt : new Date(entry.heardMs).toISOString(),
+      };
+      entry.shownMs = entry.heardMs;
+    }
     entry.nextMs = (state === 'SILENT' ? undefined : nextStateChangeMs(entry.heardMs, judging)) ?? Number.POSITIVE_INFINITY;
     if (entry.nextMs === Number.POSITIVE_INFINITY) this.heap.remove(entry);
     else this.heap.file(entry);

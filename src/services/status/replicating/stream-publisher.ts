@@ -6,7 +6,7 @@ import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
 import { byName } from '../../../kernel/names.js';
 import { msBetweenInstants } from '../../../kernel/values.js';
 import type { ComposeTrigger } from '../composing/poke.js';
-import { type Composition, type MachineStatus, sameModules } from '../composition.js';
+import { type Composition, LAST_HEARD_GRAIN_MS, type MachineStatus, sameModules } from '../composition.js';
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
 import { encodeStreamEntry } from './encode.js';
@@ -14,12 +14,6 @@ import type { StatusSealing } from './wire.js';
 
 /** The serving replica puts a whole composition into the status stream at least this often (and on a takeover). */
 export const SNAPSHOT_EVERY_MS = 60_000;
-/**
- * A machine whose only change is `lastHeardAt`, by less than this, keeps the `lastHeardAt` of
- * the composition before: a heartbeat is not a change for every subscriber. Its state (UP, LATE,
- * SILENT), judged from the true instant, still moves at once (docs/status-deltas.md).
- */
-export const LAST_HEARD_GRAIN_MS = 60_000;
 /**
  * How long one put into the status stream may wait for its acknowledgement. A stream electing a
  * leader (a NATS node lost) answers late or not at all; past this the composition goes whole on
