@@ -13,7 +13,6 @@ import {
 } from '../../../src/services/status/composing/compose.js';
 import { nextCrossing } from '../../../src/services/status/composing/crossing.js';
 import { type Composition, LAST_HEARD_GRAIN_MS } from '../../../src/services/status/composition.js';
-import { coarsenLastHeard } from '../../../src/services/status/replicating/stream-publisher.js';
 import { anAgent, eventually } from '../../fixtures/live.js';
 import { freshStore, startTestGateway, type TestEnv, type TestGateway, testEnv } from '../../fixtures/services.js';
 
@@ -206,30 +205,6 @@ test('a machine shown UP and heard again within LAST_HEARD_GRAIN_MS keeps its ob
   expect(turned.machines[0]).toBe(grain.machines[0]);
   const aLate = await composeIncrementally(store.db, view, [], input(7, t0 + LAST_HEARD_GRAIN_MS + 25_000));
   expect(aLate.machines[0]).toMatchObject({ name: 'a', state: 'LATE', lastHeardAt: new Date(t0 + LAST_HEARD_GRAIN_MS + 4_000).toISOString() });
-});
-
-test('machines as published (coarsened) are taken by the view: the next composition holds the very objects subscribers were shown', async () => {
-  await sql`truncate machine, assignment, seat_holding, plan_apply, plan cascade`.execute(store.db);
-  const t0 = Date.parse('2026-12-05T12:00:00.000Z');
-  const input: ComposeInput = { seq: 1, controller: CONTROLLER, trigger: 'test', heartbeatSeconds: HEARTBEAT_S, sources: noSources, now: new Date(t0 + 1_000) };
-  await recordHeartbeats(store.db, [
-    { machine: 'a', modules: ['broker'], at: new Date(t0) },
-    { machine: 'b', modules: ['web'], at: new Date(t0) },
-  ]);
-  const published = (await composeFully(store.db, input)).composition;
-  // A full read later (the minute's reconciliation): every machine a new object, heard 5 s later.
-  await recordHeartbeats(store.db, [
-    { machine: 'a', modules: ['broker'], at: new Date(t0 + 5_000) },
-    { machine: 'b', modules: ['web'], at: new Date(t0 + 5_000) },
-  ]);
-  const { view, composition: full } = await composeFully(store.db, { ...input, seq: 2, now: new Date(t0 + 6_000) });
-  expect(full.machines[0]).not.toBe(published.machines[0]);
-  const coarsened = coarsenLastHeard(published, full);
-  expect(coarsened.machines).toEqual(published.machines);
-  view.adoptShown(coarsened.machines);
-  const next = await composeIncrementally(store.db, view, [], { ...input, seq: 3, now: new Date(t0 + 7_000) });
-  expect(next.machines[0]).toBe(published.machines[0]);
-  expect(next.machines[1]).toBe(published.machines[1]);
 });
 
 describe('on a running gateway', () => {

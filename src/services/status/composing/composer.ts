@@ -214,8 +214,6 @@ function oneComposition(mesh: ComposerMesh, c: Composing): Scheduled['compose'] 
         stats.lastTookMs = composition.tookMs;
         // Through the status stream when the feed has one (deltas, snapshots), else whole on `<subjects>.status`.
         await (feed.publish ? feed.publish(composition, ...asked) : publishComposition(mesh.bus.nc, mesh.subjects.status, composition));
-        const published = feed.current();
-        if (published?.seq === composition.seq) step.published(published);
         c.crossing.arm(step.crossing());
         // Published already: a seq not kept (its stream electing a leader) is kept with the next composition, not a failure.
         await mesh.buckets?.leases

@@ -86,35 +86,6 @@ export class MeshView {
     return view;
   }
 
-  /**
-   * Takes the machines as they were published (`shown`: this view's last composition, coarsened by
-   * the publisher, `coarsenLastHeard`): an item kept back with the instant shown before replaces
-   * the view's, so the next composition holds the same object and the publisher need not compare
-   * it again. Nothing is taken from a list that is not the view's machines, place for place.
-   */
-  adoptShown(shown: readonly MachineStatus[]): void {
-    if (shown.length !== this.entries.length) return;
-    let every = true;
-    for (let i = 0; i < shown.length; i++) {
-      const entry = this.entries[i]!;
-      const item = shown[i]!;
-      if (entry.status === item) continue;
-      if (item.name !== entry.status.name) {
-        this.shown = undefined;
-        return;
-      }
-      const shownMs = Date.parse(item.lastHeardAt);
-      if (item.state !== entry.status.state || !(shownMs <= entry.heardMs)) {
-        every = false;
-        continue;
-      }
-      entry.status = item;
-      entry.shownMs = shownMs;
-    }
-    // The list shown is the view's own only when every place took its item.
-    this.shown = every ? (shown as MachineStatus[]) : undefined;
-  }
-
   /** Whether the view holds `name` heard before `lastMs`: `hearLater` would change it. */
   heardBefore(name: string, lastMs: number): boolean {
     const at = this.index.get(name);

@@ -68,8 +68,6 @@ export interface ComposeStep {
    * would change. A machine not held yet (a first beat) comes with the news that writes it.
    */
   heardLater(heard: readonly string[], lastMs: (machine: string) => number | undefined): string[];
-  /** The last composition as published (coarsened): the view takes its machines (`MeshView.adoptShown`). */
-  published(shown: Composition): void;
   /** When a machine of the last composition next crosses LATE or SILENT, found while composing it; undefined when none will or it failed. */
   crossing(): Date | undefined;
   forget(): void;
@@ -132,9 +130,6 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
         return composed.composition;
       }
       return composeIncrementally(db, view, step.machines, input, step.heard);
-    },
-    published(shown) {
-      view?.adoptShown(shown.machines);
     },
     heardLater(heard, lastMs) {
       if (!view) return [];
