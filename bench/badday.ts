@@ -25,7 +25,7 @@ import { bundledChildGateway } from './compiled.js';
 // stopped were shown LATE and SILENT past their boundaries, the news lag p50/p99, each replica's
 // RSS and CPU-seconds, the replicas' CPU per beat, and the takeover times.
 const QUICK = process.env.BENCH_QUICK === '1';
-/** Another build's bundle to run as the replicas (a baseline: an older commit's `src/bundle/main.js`); the source as it is now when unset. */
+/** Another build's bundle to run as the replicas (a baseline: the gateway bundle an older commit's test/build-gateway.ts makes); the source as it is now when unset. */
 const GATEWAY = process.env.BENCH_GATEWAY;
 const MACHINES = Number(process.env.BENCH_MACHINES ?? (QUICK ? 10_000 : 100_000));
 const HEARTBEAT_S = 10;

@@ -10,7 +10,7 @@ import { topFrames } from './profile.js';
 // The replicas' CPU per beat in a steady mesh (issue 37): MACHINES machines beating every 10 s, two
 // replicas on one PostgreSQL and a NATS server of the bench's own, no fault. After WARM_S, each
 // replica's CPU-seconds over STEADY_S are divided by the beats sent meanwhile. BENCH_GATEWAY runs
-// another build's bundle as the replicas (a baseline: an older commit's `src/bundle/main.js`);
+// another build's bundle as the replicas (a baseline: the gateway bundle an older commit's test/build-gateway.ts makes);
 // BENCH_PROFILE=1 writes a CPU profile of each replica over the window and prints its top frames.
 const MACHINES = Number(process.env.BENCH_MACHINES ?? 100_000);
 const HEARTBEAT_S = 10;
