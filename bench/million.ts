@@ -181,7 +181,7 @@ const ROWS_READ_MS = 15_000;
 const ROWS_READ_TRIES = 3;
 
 /** The bench database's rows written so far (inserted + updated + deleted), in all and by table; on a connection of its own each time, so one read timed out never holds up the next. */
-async function rowsWritten(databaseUrl: string): Promise<{ total: number; byTable: Map<string, number> } | undefined> {
+export async function rowsWritten(databaseUrl: string): Promise<{ total: number; byTable: Map<string, number> } | undefined> {
   for (let t = 0; t < ROWS_READ_TRIES; t++) {
     const db = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: ROWS_READ_MS, query_timeout: ROWS_READ_MS });
     // The database dropped at the end ends the connection: not an error of the bench.

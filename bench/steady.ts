@@ -1,10 +1,11 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ChildGateway, GATEWAY_BUNDLE, spawnGateway } from '../test/fixtures/child.js';
-import { ReplicaUse, serving, sleep, startBadDayWorld, startMesh } from './bad-day-kit.js';
+import { metric, ReplicaUse, serving, sleep, startBadDayWorld, startMesh } from './bad-day-kit.js';
 import { bundledChildGateway } from './compiled.js';
+import { rowsWritten } from './million.js';
 import { topFrames } from './profile.js';
 
 // The replicas' CPU per beat in a steady mesh (issue 37): MACHINES machines beating every 10 s, two
@@ -18,6 +19,8 @@ const WARM_S = Number(process.env.BENCH_WARM_S ?? 60);
 const STEADY_S = Number(process.env.BENCH_STEADY_S ?? 60);
 const GATEWAY = process.env.BENCH_GATEWAY;
 const PROFILE = process.env.BENCH_PROFILE === '1';
+/** With BENCH_PROFILE=1: a folder the profiles are copied into, each named by its replica, for a closer look. */
+const KEEP_PROFILES = process.env.BENCH_PROFILE_KEEP;
 const PROFILE_ENTRY = fileURLToPath(new URL('./profile-entry.mjs', import.meta.url));
 /** Past this many machines the beats are published from two threads (a thread tops out near 8,000 a second). */
 const ONE_THREAD_MACHINES = 20_000;
@@ -57,21 +60,35 @@ export async function run(): Promise<string> {
     if (PROFILE) for (const g of gateways) g.child.kill('SIGUSR2');
     const before = new Map(use.cpuS);
     const sentBefore = mesh.sent();
+    const rowsBefore = await rowsWritten(world.databaseUrl);
+    const composedBefore = await Promise.all(gateways.map((g) => metric(g, 'mesh_compose_seconds_count')));
     const startedAt = Date.now();
     await sleep(STEADY_S * 1000);
     use.read(gateways);
     const beats = mesh.sent() - sentBefore;
+    const windowS = (Date.now() - startedAt) / 1000;
+    const rowsAfter = await rowsWritten(world.databaseUrl);
+    const composedAfter = await Promise.all(gateways.map((g) => metric(g, 'mesh_compose_seconds_count')));
     const perBeat = (replica: string) => ((use.cpuS.get(replica)! - before.get(replica)!) * 1e6) / beats;
     for (const g of gateways) lines.push(`${g.replica}${serving(g) ? ' (serving)' : ''}: ${perBeat(g.replica).toFixed(1)} µs of CPU a beat`);
     const both = gateways.reduce((sum, g) => sum + perBeat(g.replica), 0);
-    lines.push(
-      `both replicas: ${both.toFixed(1)} µs of CPU a beat (${beats} beats in ${((Date.now() - startedAt) / 1000).toFixed(0)} s); load at the end ${load()}`,
-    );
+    lines.push(`both replicas: ${both.toFixed(1)} µs of CPU a beat (${beats} beats in ${windowS.toFixed(0)} s); load at the end ${load()}`);
+    const composed = composedAfter.reduce<number>((sum, n, i) => sum + ((n ?? 0) - (composedBefore[i] ?? 0)), 0);
+    lines.push(`compositions a second: ${(composed / windowS).toFixed(2)}`);
+    if (rowsBefore && rowsAfter) {
+      const byTable = [...rowsAfter.byTable]
+        .map(([table, n]) => [table, (n - (rowsBefore.byTable.get(table) ?? 0)) / windowS] as const)
+        .filter(([, perS]) => perS >= 1)
+        .sort((a, b) => b[1] - a[1])
+        .map(([table, perS]) => `${table} ${perS.toFixed(0)}`);
+      lines.push(`PostgreSQL rows written a second: ${((rowsAfter.total - rowsBefore.total) / windowS).toFixed(0)} (${byTable.join(', ')})`);
+    }
     if (PROFILE) {
       for (const g of gateways) g.child.kill('SIGUSR2');
       await sleep(5_000);
       for (const [i, dir] of dirs.entries()) {
         for (const file of readdirSync(dir)) {
+          if (KEEP_PROFILES) copyFileSync(join(dir, file), join(KEEP_PROFILES, `${gateways[i]!.replica}-${file}`));
           const top = topFrames(JSON.parse(readFileSync(join(dir, file), 'utf8')), 30);
           lines.push('', `replica ${gateways[i]!.replica}: ${(top.busyMs / 1000).toFixed(1)} CPU-s profiled`, ...top.frames);
         }
