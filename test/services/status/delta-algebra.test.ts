@@ -198,3 +198,15 @@ test('changes alone are put in place whether the list is in name order or not, a
   expect(applyListChanges(unsorted, { ...changes, changed: [item('a', 1)] }, key)).toEqual([item('c', 0), item('b', 0), item('a', 1)]);
   expect(sorted[1]).toEqual(item('b', 0));
 });
+
+test('a list a delta leaves as it was is kept as the same object, and one it changes is a new list', () => {
+  const base = { ...emptyComposition(1), machines: [{ name: 'a', state: 'UP' }], seats: [] };
+  const next = { ...base, seq: 2, seats: [] };
+  const unchanged = applyDelta(base, diffCompositions(base, next));
+  expect(unchanged.machines).toBe(base.machines);
+  expect(unchanged.seq).toBe(2);
+  const changed = applyDelta(base, diffCompositions(base, { ...next, machines: [{ name: 'a', state: 'LATE' }] }));
+  expect(changed.machines).not.toBe(base.machines);
+  expect(changed.machines).toEqual([{ name: 'a', state: 'LATE' }]);
+  expect(base.machines).toEqual([{ name: 'a', state: 'UP' }]);
+});
