@@ -151,6 +151,28 @@ test('a heartbeat alone is not a change: lastHeardAt moves in a delta only with 
   expect(diffCompositions(before, coarsenLastHeard(before, changed)).machines.changed).toEqual([changed.machines[0]]);
 });
 
+test('coarsened against the coarsening before it, a composition gets the same answer as coarsened afresh, machine by machine', () => {
+  const before = aComposition(1, 4);
+  const heardAgain = (m: Composition['machines'][number], ms: number) => ({ ...m, lastHeardAt: new Date(Date.parse(m.lastHeardAt) + ms).toISOString() });
+  // A full composition: every machine a new object, heard 10 s later; each is given back as it was.
+  const full = { ...before, seq: 2, machines: before.machines.map((m) => heardAgain(m, 10_000)) };
+  const first = coarsenLastHeard(before, full);
+  expect(first.machines).toEqual(before.machines);
+  const last = { composed: full.machines, published: first.machines };
+  // The next keeps three of those objects; one is heard a minute later, one turned LATE.
+  const [f0, f1, f2, f3] = full.machines;
+  const next = { ...before, seq: 3, machines: [f0!, heardAgain(f1!, LAST_HEARD_GRAIN_MS), { ...f2!, state: 'LATE' as const }, f3!] };
+  const remembered = coarsenLastHeard(first, next, LAST_HEARD_GRAIN_MS, last);
+  expect(remembered).toEqual(coarsenLastHeard(first, next));
+  expect(remembered.machines[0]).toBe(before.machines[0]);
+  expect(remembered.machines[1]).toBe(next.machines[1]);
+  expect(remembered.machines[2]).toBe(next.machines[2]);
+  expect(remembered.machines[3]).toBe(before.machines[3]);
+  // Against a list it did not publish, what it remembers is not used.
+  const other = { ...first, machines: first.machines.map((m) => ({ ...m, site: 'elsewhere' })) };
+  expect(coarsenLastHeard(other, next, LAST_HEARD_GRAIN_MS, last)).toEqual(coarsenLastHeard(other, next));
+});
+
 test('a heartbeat alone is no change beside machines that joined and left: each machine is matched by its name wherever the lists moved', () => {
   const before = aComposition(1, 6);
   const later = (m: Composition['machines'][number]) => ({ ...m, lastHeardAt: new Date(Date.parse(m.lastHeardAt) + 10_000).toISOString() });
