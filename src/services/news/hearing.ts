@@ -53,9 +53,10 @@ export interface NewsHearing {
   /**
    * Called with the machines whose last-heard moved later in memory (the follower's beats and the
    * ingest's), gathered HEARD_GATHER_MS: the composer judges them again from memory, with no read
-   * of the store (a beat that changes nothing stored is news only of the instant). Returns the unsubscribe.
+   * of the store (a beat that changes nothing stored is news only of the instant). With `wanted`,
+   * machines are gathered for it only while it answers true (the composer: while serving). Returns the unsubscribe.
    */
-  onHeard(listener: (machines: readonly string[]) => void): () => void;
+  onHeard(listener: (machines: readonly string[]) => void, wanted?: () => boolean): () => void;
   /**
    * Tells the hearing that states judged at `heardUntilMs` were shown in a composition composed at
    * `composedAtMs` (by any replica): a deaf span not over by then never reaches back past that
@@ -278,31 +279,46 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
 
 /**
  * Gathers the machines `machines` hears later HEARD_GATHER_MS into one call of each listener; with
- * no listener nothing is gathered. The set holds each machine once, so it is bounded by the mesh.
+ * no listener that wants them nothing is gathered (a replica that does not serve hears every beat,
+ * and gathering them for nothing was 1% of it). The set holds each machine once, so it is bounded by the mesh.
  */
-function gatherHeardLater(machines: HeardMachines): { listen(listener: (names: readonly string[]) => void): () => void; stop(): void } {
-  const listeners = new Set<(names: readonly string[]) => void>();
+function gatherHeardLater(machines: HeardMachines): {
+  listen(listener: (names: readonly string[]) => void, wanted?: () => boolean): () => void;
+  stop(): void;
+} {
+  const listeners = new Map<(names: readonly string[]) => void, () => boolean>();
+  /** The listeners' `wanted`, as an array: asked at every beat. */
+  let wants: (() => boolean)[] = [];
+  const wantedByAny = () => {
+    for (let i = 0; i < wants.length; i++) if (wants[i]!()) return true;
+    return false;
+  };
   const gathered = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   const tell = () => {
     timer = undefined;
     const names = [...gathered];
     gathered.clear();
-    for (const listener of listeners) listener(names);
+    for (const listener of listeners.keys()) listener(names);
   };
   machines.onLater = (machine) => {
-    if (listeners.size === 0) return;
+    if (!wantedByAny()) return;
     gathered.add(machine);
     timer ??= setTimeout(tell, HEARD_GATHER_MS);
   };
   return {
-    listen(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
+    listen(listener, wanted = () => true) {
+      listeners.set(listener, wanted);
+      wants = [...listeners.values()];
+      return () => {
+        listeners.delete(listener);
+        wants = [...listeners.values()];
+      };
     },
     stop() {
       machines.onLater = undefined;
       listeners.clear();
+      wants = [];
       if (timer) clearTimeout(timer);
       gathered.clear();
     },

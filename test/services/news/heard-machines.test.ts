@@ -1,6 +1,7 @@
 import { expect, test } from 'vitest';
 import { CheckpointsOwed } from '../../../src/services/news/checkpoints.js';
 import { HeardMachines } from '../../../src/services/news/heard-machines.js';
+import { HEARD_GATHER_MS, type HearingSource, startNewsHearing } from '../../../src/services/news/hearing.js';
 
 test('last-heard only moves forward; the beat before one is the last, or the one before when it is the last itself', () => {
   const heard = new HeardMachines();
@@ -29,4 +30,33 @@ test('what is owed is spread over the period, one slot a tick, each machine in o
   owed.giveBack([{ machine: 'm-7', beats: 2, lastHeardMs: 10 }]);
   owed.owe('m-7', 12);
   expect(Array.from({ length: owed.slotCount }, (_, i) => owed.take(i)).flat()).toEqual([{ machine: 'm-7', beats: 3, lastHeardMs: 12 }]);
+});
+
+test('machines heard later are gathered for a listener only while it wants them (the composer: while its replica serves)', async () => {
+  const hearing = startNewsHearing({
+    stream: 'news',
+    jsm: {
+      consumers: { info: async () => ({ num_pending: 0, num_ack_pending: 0, ack_floor: { stream_seq: 0 } }) },
+      streams: {},
+    } as unknown as HearingSource['jsm'],
+  });
+  try {
+    let serving = false;
+    const told: string[][] = [];
+    hearing.onHeard(
+      (names) => told.push([...names]),
+      () => serving,
+    );
+    const gathered = () => new Promise((resolve) => setTimeout(resolve, HEARD_GATHER_MS * 3));
+    hearing.machines.note('m1', 1_000, 1_000);
+    await gathered();
+    expect(told).toEqual([]);
+    serving = true;
+    hearing.machines.note('m1', 2_000, 2_000);
+    hearing.machines.note('m2', 2_000, 2_000);
+    await gathered();
+    expect(told).toEqual([['m1', 'm2']]);
+  } finally {
+    hearing.stop();
+  }
 });

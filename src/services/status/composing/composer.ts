@@ -108,12 +108,15 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
   const offShown = tellHearingShown(feed, mesh.hearing);
   // Machines heard later are judged again from memory; only the serving replica's own hearing asks
   // (every replica hears every beat), and only for machines its view holds heard earlier.
-  const offHeard = mesh.hearing?.onHeard?.((machines) => {
-    const lastMs = mesh.hearing?.machines?.lastMs.bind(mesh.hearing.machines);
-    if (!lease.isServing() || !lastMs) return;
-    const later = step.heardLater(machines, lastMs);
-    if (later.length) scheduler.request('heard', later);
-  });
+  const offHeard = mesh.hearing?.onHeard?.(
+    (machines) => {
+      const lastMs = mesh.hearing?.machines?.lastMs.bind(mesh.hearing.machines);
+      if (!lease.isServing() || !lastMs) return;
+      const later = step.heardLater(machines, lastMs);
+      if (later.length) scheduler.request('heard', later);
+    },
+    () => lease.isServing(),
+  );
   const pokes = gatherPokes({ nc: mesh.bus.nc, root: mesh.subjects.root, serving: () => lease.isServing(), request: scheduler.request }, mesh.events);
   const offLease = followServingLease({
     lease,
