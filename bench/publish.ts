@@ -1,11 +1,12 @@
 import { cpus, loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { gzip, constants as zlib } from 'node:zlib';
-import type { Composition } from '../src/services/status/composition.js';
+import { noteEdits } from '../src/kernel/list-edits.js';
+import { type Composition, LAST_HEARD_GRAIN_MS } from '../src/services/status/composition.js';
 import { diffCompositions } from '../src/services/status/delta/algebra.js';
 import { compositionAssembler } from '../src/services/status/replicating/assemble.js';
 import { encodeComposition, encodeStreamEntry } from '../src/services/status/replicating/encode.js';
-import { coarsenLastHeard } from '../src/services/status/replicating/stream-publisher.js';
+import { type Coarsening, coarsenLastHeard } from '../src/services/status/replicating/stream-publisher.js';
 import { aComposition } from '../test/fixtures/compositions.js';
 
 const MACHINES = Number(process.env.BENCH_MACHINES ?? 1_000_000);
@@ -100,6 +101,28 @@ export async function run(): Promise<string> {
     diffing.push(performance.now() - started);
     previous = coarse;
   }
+  // The same, as the serving replica makes them: the view's list with the machine judged again
+  // written in (`withJudged` notes the place), coarsened against the coarsening before it.
+  const atPlaces: { wallMs: number; stallMs: number }[] = [];
+  const diffingAtPlaces: number[] = [];
+  let composed = previous.machines;
+  let last: Coarsening | undefined;
+  for (let round = 0; round < 2 * ROUNDS; round++) {
+    const at = (round * 7_919) % MACHINES;
+    const machines = composed.slice();
+    const beating = machines[at]!;
+    machines[at] = { ...beating, lastHeardAt: new Date(Date.parse(beating.lastHeardAt) + 1_000).toISOString() };
+    noteEdits(machines, composed, [at]);
+    const next = { ...previous, seq: previous.seq + 1, machines };
+    let coarse = next;
+    atPlaces.push(await stalls(async () => (coarse = coarsenLastHeard(previous, next, LAST_HEARD_GRAIN_MS, last))));
+    const started = performance.now();
+    diffCompositions(previous, coarse);
+    diffingAtPlaces.push(performance.now() - started);
+    last = { composed: machines, published: coarse.machines };
+    composed = machines;
+    previous = coarse;
+  }
   const line = (what: string, xs: { wallMs: number; stallMs: number }[]) =>
     `| ${what} | ${ms(median(xs.map((x) => x.wallMs)))} | ${ms(median(xs.map((x) => x.stallMs)))} (max ${ms(Math.max(...xs.map((x) => x.stallMs)))}) |`;
   return [
@@ -113,5 +136,6 @@ export async function run(): Promise<string> {
     line('a whole composition heard on the status subject, joined, gunzipped and parsed (now skipped when held)', heard),
     '',
     `each composition after one heartbeat (${2 * ROUNDS} of them): coarsened (\`coarsenLastHeard\`) median ${ms(median(coarsening.map((x) => x.wallMs)))}, max ${ms(Math.max(...coarsening.map((x) => x.wallMs)))}; its delta (\`diffCompositions\`) median ${ms(median(diffing))}`,
+    `the same made from the view's list as noted (\`noteEdits\`) and coarsened against the coarsening before: coarsened median ${ms(median(atPlaces.map((x) => x.wallMs)))}, max ${ms(Math.max(...atPlaces.map((x) => x.wallMs)))}; its delta median ${ms(median(diffingAtPlaces))}`,
   ].join('\n');
 }

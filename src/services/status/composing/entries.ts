@@ -1,3 +1,4 @@
+import { noteEdits } from '../../../kernel/list-edits.js';
 import { byName } from '../../../kernel/names.js';
 import type { MachineStatus } from '../composition.js';
 
@@ -19,10 +20,16 @@ export interface Entry {
   heapAt: number;
 }
 
-/** `shown` copied, with each entry of `judged` at its place (`index`) showing its status now. */
+/** `shown` copied, with each entry of `judged` at its place (`index`) showing its status now; the places are noted (`noteEdits`). */
 export function withJudged(shown: readonly MachineStatus[], judged: readonly Entry[], index: ReadonlyMap<string, number>): MachineStatus[] {
   const out = shown.slice();
-  for (const entry of judged) out[index.get(entry.status.name)!] = entry.status;
+  const places: number[] = [];
+  for (const entry of judged) {
+    const at = index.get(entry.status.name)!;
+    out[at] = entry.status;
+    places.push(at);
+  }
+  noteEdits(out, shown, places);
   return out;
 }
 

@@ -1,4 +1,5 @@
 import { Invalid } from '../../../kernel/errors.js';
+import { editedPlaces, noteEdits } from '../../../kernel/list-edits.js';
 
 // A keyed list's changes, pure (as the rest of the delta algebra, algebra.ts): found between two
 // lists (`diffList`) and applied to the base (`applyListChanges`).
@@ -53,14 +54,28 @@ export function sameJson(a: unknown, b: unknown): boolean {
 
 /**
  * The changes turning list `a` into list `b`, items matched by `key` (keys are unique in a list).
- * Walks both lists side by side first (`diffInStep`): an incremental composition keeps every
+ * The same list has none; a list noted as made from `a` by writing a few places (`noteEdits`, a
+ * composition after a few machines changed) is compared at those places alone. Otherwise it walks
+ * both lists side by side first (`diffInStep`): an incremental composition keeps every
  * machine it did not touch as the very same object in the same order, so at a million machines
  * the walk is a pointer compare per item where maps of every key cost hundreds of ms
  * (docs/BENCHMARKS.md, "A million machines"). Items kept in another relative order fall back to
  * `diffByKeys`; both give the same changes.
  */
 export function diffList<T>(a: readonly T[], b: readonly T[], key: (item: T) => string): ListChanges<T> {
+  const places = a === b ? [] : editedPlaces(b, a);
+  if (places) return diffAtPlaces(a, b, places);
   return diffInStep(a, b, key) ?? diffByKeys(a, b, key);
+}
+
+/**
+ * `diffList` of `b` made from `a` by writing `places` (`noteEdits`: the same key at each, the very
+ * same object everywhere else): what `diffInStep` finds, visiting those places alone.
+ */
+function diffAtPlaces<T>(a: readonly T[], b: readonly T[], places: readonly number[]): ListChanges<T> {
+  const changes: ListChanges<T> = { added: [], addedAt: [], changed: [], removed: [], order: null };
+  for (const i of places) if (a[i] !== b[i] && !sameJson(a[i], b[i])) changes.changed.push(b[i] as T);
+  return changes;
 }
 
 /**
@@ -209,6 +224,7 @@ export function applyListChanges<T>(a: readonly T[], changes: ListChangesIn<T>, 
  */
 function changedInPlace<T>(a: readonly T[], changed: readonly T[], key: (item: T) => string): T[] | undefined {
   const list = a.slice();
+  const places: number[] = [];
   for (const item of changed) {
     const k = key(item);
     let lo = 0;
@@ -226,6 +242,8 @@ function changedInPlace<T>(a: readonly T[], changed: readonly T[], key: (item: T
     }
     if (at < 0) return undefined;
     list[at] = item;
+    places.push(at);
   }
+  noteEdits(list, a, places);
   return list;
 }

@@ -1,6 +1,7 @@
 import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { Invalid } from '../../../kernel/errors.js';
+import { editsOfList } from '../../../kernel/list-edits.js';
 import type { Composition, StatusFeed } from '../composition.js';
 import { COUNTS_HEADER } from '../replicating/wire.js';
 
@@ -30,6 +31,25 @@ export interface StatusCount extends StateCounts {
 /** The counts of each list of machines counted, while the list lives. */
 const countedStates = new WeakMap<readonly { state: string }[], StateCounts>();
 
+function count(counts: { up: number; late: number; silent: number }, state: string, by: number): void {
+  if (state === 'UP') counts.up += by;
+  else if (state === 'LATE') counts.late += by;
+  else if (state === 'SILENT') counts.silent += by;
+}
+
+/** The counts of a list made from a counted one by writing a few places (`noteEdits`): the counts before, moved by those places alone. */
+function countedFromEdits(machines: readonly { state: string }[]): { up: number; late: number; silent: number } | undefined {
+  const edits = editsOfList(machines);
+  const before = edits && countedStates.get(edits.from);
+  if (!edits || !before) return undefined;
+  const counts = { ...before };
+  for (const i of edits.places) {
+    count(counts, edits.from[i]!.state, -1);
+    count(counts, machines[i]!.state, 1);
+  }
+  return counts;
+}
+
 /**
  * How many of these machines each state holds, counted once a list: every replica counts each
  * composition it hears for the series and for /metrics, and the serving one for the stream's
@@ -38,11 +58,10 @@ const countedStates = new WeakMap<readonly { state: string }[], StateCounts>();
 export function countStates(machines: readonly { state: string }[]): StateCounts {
   const known = countedStates.get(machines);
   if (known) return known;
-  const counts = { up: 0, late: 0, silent: 0 };
-  for (const m of machines) {
-    if (m.state === 'UP') counts.up++;
-    else if (m.state === 'LATE') counts.late++;
-    else if (m.state === 'SILENT') counts.silent++;
+  let counts = countedFromEdits(machines);
+  if (!counts) {
+    counts = { up: 0, late: 0, silent: 0 };
+    for (const m of machines) count(counts, m.state, 1);
   }
   Object.freeze(counts);
   countedStates.set(machines, counts);

@@ -1,3 +1,4 @@
+import { editedPlaces } from '../../../kernel/list-edits.js';
 import type { Composition, MachineStatus } from '../composition.js';
 import { applyListChanges, type ListChanges, type StatusDelta } from '../delta/delta.js';
 
@@ -52,7 +53,12 @@ function placesChanged(
   most: number,
 ): { places: Int32Array; items: MachineStatus[] } | undefined {
   const found: number[] = [];
-  for (let i = 0; i < after.length; i++) {
+  // The same list (a delta that changed no machine), or one made from `before` by writing a few
+  // places (`noteEdits`), can differ there alone.
+  const edited = before === after ? [] : editedPlaces(after, before);
+  const visits = edited ? edited.length : after.length;
+  for (let k = 0; k < visits; k++) {
+    const i = edited ? edited[k]! : k;
     if (before[i] === after[i]) continue;
     if (found.length >= most) return undefined;
     found.push(i);

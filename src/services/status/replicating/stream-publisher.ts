@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { isWrongLastSequence } from '../../../bus/retry.js';
 import type { StatusStreamSubjects } from '../../../bus/status-stream.js';
+import { editedPlaces, noteEdits } from '../../../kernel/list-edits.js';
 import { byName } from '../../../kernel/names.js';
 import { msBetweenInstants } from '../../../kernel/values.js';
 import type { ComposeTrigger } from '../composing/poke.js';
@@ -54,6 +55,8 @@ function onlyHeardSooner(before: MachineStatus, after: MachineStatus, grainMs: n
 export function coarsenLastHeard(previous: Composition, next: Composition, grainMs = LAST_HEARD_GRAIN_MS, last?: Coarsening): Composition {
   const was = previous.machines;
   const answered = last && last.published === was && last.composed.length === was.length ? last.composed : undefined;
+  const places = answered && editedPlaces(next.machines, answered);
+  if (places) return coarsenAtPlaces(was, next, places, grainMs);
   let machines: MachineStatus[] | undefined;
   let j = 0;
   for (let i = 0; i < next.machines.length; i++) {
@@ -76,6 +79,28 @@ export function coarsenLastHeard(previous: Composition, next: Composition, grain
     machines[i] = b;
   }
   return machines ? Object.freeze({ ...next, machines }) : next;
+}
+
+/**
+ * `coarsenLastHeard` of a composition whose machines were made from those answered last by writing
+ * `places` (`noteEdits`), against what was published then (`was`, the same machines at the same
+ * places): every other place's answer is the item published. Visits those places alone, and notes
+ * the places whose item is not the one published.
+ */
+function coarsenAtPlaces(was: readonly MachineStatus[], next: Composition, places: readonly number[], grainMs: number): Composition {
+  let machines: MachineStatus[] | undefined;
+  const written: number[] = [];
+  for (const i of places) {
+    const m = next.machines[i]!;
+    const b = was[i]!;
+    if (b === m || (b.lastHeardAt !== m.lastHeardAt && onlyHeardSooner(b, m, grainMs))) continue;
+    machines ??= was.slice();
+    machines[i] = m;
+    written.push(i);
+  }
+  if (!machines) return Object.freeze({ ...next, machines: was as MachineStatus[] });
+  noteEdits(machines, was, written);
+  return Object.freeze({ ...next, machines });
 }
 
 /**
