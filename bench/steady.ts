@@ -73,8 +73,8 @@ export async function run(): Promise<string> {
     for (const g of gateways) lines.push(`${g.replica}${serving(g) ? ' (serving)' : ''}: ${perBeat(g.replica).toFixed(1)} µs of CPU a beat`);
     const both = gateways.reduce((sum, g) => sum + perBeat(g.replica), 0);
     lines.push(`both replicas: ${both.toFixed(1)} µs of CPU a beat (${beats} beats in ${windowS.toFixed(0)} s); load at the end ${load()}`);
-    const composed = composedAfter.reduce<number>((sum, n, i) => sum + ((n ?? 0) - (composedBefore[i] ?? 0)), 0);
-    lines.push(`compositions a second: ${(composed / windowS).toFixed(2)}`);
+    const composed = gateways.map((g, i) => `${g.replica} ${(((composedAfter[i] ?? 0) - (composedBefore[i] ?? 0)) / windowS).toFixed(2)}`);
+    lines.push(`compositions a second (mesh_compose_seconds_count): ${composed.join(', ')}`);
     if (rowsBefore && rowsAfter) {
       const byTable = [...rowsAfter.byTable]
         .map(([table, n]) => [table, (n - (rowsBefore.byTable.get(table) ?? 0)) / windowS] as const)
