@@ -1,4 +1,6 @@
+import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { type ChildGateway, spawnGateway } from '../test/fixtures/child.js';
 import {
   alive,
@@ -27,6 +29,8 @@ import { bundledChildGateway } from './compiled.js';
 const QUICK = process.env.BENCH_QUICK === '1';
 /** Another build's bundle to run as the replicas (a baseline: the gateway bundle an older commit's test/build-gateway.ts makes); the source as it is now when unset. */
 const GATEWAY = process.env.BENCH_GATEWAY;
+/** A folder each replica's log is written into at the end, named by the replica. */
+const LOGS = process.env.BENCH_LOGS;
 const MACHINES = Number(process.env.BENCH_MACHINES ?? (QUICK ? 10_000 : 100_000));
 const HEARTBEAT_S = 10;
 const STOPPED_EVERY = 100;
@@ -243,6 +247,7 @@ export async function run(): Promise<string> {
     for (const g of gateways) {
       g.child.kill('SIGCONT');
       await g.kill('SIGKILL');
+      if (LOGS) writeFileSync(join(LOGS, `${g.replica}.log`), g.output());
     }
     await world.end();
   }
