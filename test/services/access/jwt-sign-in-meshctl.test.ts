@@ -79,7 +79,9 @@ describe('meshctl status --watch signed in with a JWT', () => {
   }, 120_000);
 
   test('whose MESH_TOKEN expires ends with the reason (exit 1) rather than retrying a token that cannot work', async () => {
-    const watcher = watchWith({ MESH_TOKEN: await aJwtOf(first, { scope: 'read' }, { expiresInS: 5 }) });
+    // Long enough for meshctl to start and show a composition on a loaded machine (the whole suite
+    // at once): with 5 s it once started after its token had expired, and showed none.
+    const watcher = watchWith({ MESH_TOKEN: await aJwtOf(first, { scope: 'read' }, { expiresInS: 12 }) });
     try {
       await eventually(() => watcher.lines.length >= 1, 'the first composition', 30_000);
       expect(await watcher.exited).toBe(1);
