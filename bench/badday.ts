@@ -173,7 +173,10 @@ export async function run(): Promise<string> {
     await killed.kill('SIGKILL');
     // Timed while the replacement starts: at 100,000 machines its start (a re-read of the news) outlasts the window.
     const taking = anotherServes(gateways, killed, killedAt, 10_000);
+    const spawnedAt = Date.now();
     gateways.push(await spawnReplica(env));
+    // Ready once its hearing is rebuilt from the news stream: what a rolling upgrade waits for.
+    log(`the replacement started and was ready after ${Date.now() - spawnedAt} ms`);
     const takeoverMs = await taking;
     const survivor = gateways.find((g) => g !== killed && alive(g) && g.output().includes(TOOK_LEASE));
     log(`SIGKILL of the serving replica: another served after ${takeoverMs} ms (${survivor ? 'survivor' : 'see logs'})`);

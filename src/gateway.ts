@@ -197,6 +197,8 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const news = startNewsIngest(mesh, newsStream.consumer);
     // Composing only once the stream is read: the first composition is then a delta from the last.
     await status.caughtUp();
+    // Able to compose now (hearing rebuilt, status read): only now does this replica contend to serve.
+    await leases.mayServe();
     const composer = startComposer(mesh);
     composing = composer;
     const applyTimeouts = startApplyTimeouts(mesh);

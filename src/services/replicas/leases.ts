@@ -146,6 +146,13 @@ export interface Leases {
    * holder's compositions are its until another takes over); `fresh` reads the bucket now.
    */
   servingHolder(fresh?: boolean): Promise<ServingHolder | undefined>;
+  /**
+   * From now on this replica contends for the serving lease (at once, resolving once it tried):
+   * called once it can compose, its hearing rebuilt from the news stream and the status stream read.
+   * Until then it leaves the lease to a replica that can, so the survivor of a SIGKILL takes over, not a
+   * replacement still re-reading the news.
+   */
+  mayServe(): Promise<void>;
   /** Called with true when this replica takes the serving lease, false when it loses it. Returns the unsubscribe. */
   onServingChange(listener: (serving: boolean) => void): () => void;
   /** The replicas whose lease is alive, this one included. */
@@ -167,7 +174,7 @@ export interface Leases {
 /**
  * Writes this replica's lease, marks ABANDONED the RUNNING calls of every replica whose lease is
  * gone (and of an earlier process under this replica's name), then every LEASE_REFRESH_MS refreshes
- * the lease, contends for the serving lease and sweeps again, so a replica that died while others
+ * the lease, contends for the serving lease (once `mayServe` was called) and sweeps again, so a replica that died while others
  * run has its calls marked within seconds, not at the next restart.
  */
 export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & LeaseMesh & { logger: Logger }, jsm: JetStreamManager): Promise<Leases> {
@@ -236,7 +243,9 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
     return marked;
   };
 
+  let mayServe = false;
   const contend = async () => {
+    if (!mayServe) return;
     const askedAt = performance.now();
     term = await takeServing(mesh, startedIso);
     const now = term !== undefined;
@@ -252,7 +261,6 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
 
   await refresh();
   await sweep();
-  await contend();
   let running: Promise<void> = Promise.resolve();
   const timer = setInterval(() => {
     running = running
@@ -283,6 +291,11 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
       return held && { replica: held.replica, term: held.term ?? 0 };
     },
     continuousSince,
+    mayServe() {
+      mayServe = true;
+      running = running.then(contend).catch((err) => logger.warn({ err }, 'contending for the serving lease failed'));
+      return running;
+    },
     onServingChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
