@@ -85,9 +85,11 @@ export function statusSeal(link: StatusSealLink): StatusSeal {
       const holds = (holder: ServingHolder | undefined) => holder?.replica === replica && holder.term === term;
       // A sealed message of a term before the serving one is a past holder's, read from the stream's
       // history (a replica restarted, or one that took over): only a replica could seal it, and
-      // stale-term keeps a past holder from being taken after the serving one was.
+      // stale-term keeps a past holder from being taken after the serving one was. So is one read
+      // while no replica holds the lease (the last holder gave it up): a replica starting reads the
+      // stream before it may serve (`Leases.mayServe`).
       const serving = await link.leases.servingHolder();
-      const past = serving !== undefined && term < serving.term;
+      const past = serving === undefined || term < serving.term;
       if (!past && !holds(serving) && !holds(await freshHolder())) return 'not-serving';
       highestTerm = term;
       return undefined;
