@@ -112,8 +112,13 @@ export function followStatusStream(
     // last composition the one before it showed (its floor), not on what it held when it froze.
     async readUpToNow() {
       const last = (await link.jsm.streams.info(link.stream)).state.last_seq;
-      if (progress.readSeq() >= last || following.stopped) return;
-      await progress.waitFor(last);
+      if (progress.readSeq() < last && !following.stopped) await progress.waitFor(last);
+      // Read up to now, yet still waiting for a snapshot to mend a gap: the composition held is older than what was shown.
+      if (chain.isBroken())
+        logger.warn(
+          { held: feed.current()?.seq, streamSeq: last },
+          'read the status stream up to now with its chain of deltas broken: the composition held is behind what was shown',
+        );
     },
     async stop() {
       following.stopped = true;
@@ -171,6 +176,7 @@ type ReadProgress = ReturnType<typeof readProgress>;
 function deltaChain(feed: FollowedFeed, stats: FollowerStats, logger: Logger, resync: (held: number) => void) {
   let broken = false;
   return {
+    isBroken: () => broken,
     /** A snapshot of the seq held was read again: the chain holds. */
     mend() {
       broken = false;
