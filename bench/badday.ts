@@ -211,17 +211,31 @@ export async function run(): Promise<string> {
     for (let i = 0; i < MACHINES; i += STOPPED_EVERY * Math.max(1, Math.floor(MACHINES / STOPPED_EVERY / 50))) stoppedRead.push(name(i));
     const { lateBy, silentBy, falseUpInHistory } = await stoppedBoundaries(answering, stoppedRead, { lateMs: LATE_MS, silentMs: SILENT_MS }, HISTORY_READ_MS);
     // ...and in the samples: a stopped machine shown UP or LATE at a seq after one that showed it SILENT, on any replica.
-    const silentSince = new Map<string, number>();
+    const silentSince = new Map<string, Sample>();
     let falseUpSamples = 0;
+    const falseUpSeen = new Set<string>();
     for (const s of [...samples].sort((x, y) => x.seq - y.seq)) {
-      for (const m of s.stoppedNotSilent) if ((silentSince.get(m) ?? Number.POSITIVE_INFINITY) < s.seq) falseUpSamples++;
-      for (const m of s.stoppedSilent) if (!silentSince.has(m)) silentSince.set(m, s.seq);
+      for (const m of s.stoppedNotSilent) {
+        const silent = silentSince.get(m);
+        if (!silent || silent.seq >= s.seq) continue;
+        falseUpSamples++;
+        // Where to look in the replicas' logs (BENCH_LOGS): the first sample of each replica and seq that showed it.
+        const where = `${s.replica}@${s.seq}`;
+        if (!falseUpSeen.has(where) && falseUpSeen.size < 10) {
+          falseUpSeen.add(where);
+          log(
+            `false UP/LATE after SILENT: ${m} not SILENT on ${s.replica} at seq ${s.seq} (${s.phase}, ${new Date(s.at).toISOString()}), SILENT on ${silent.replica} at seq ${silent.seq} (${new Date(silent.at).toISOString()})`,
+          );
+        }
+      }
+      for (const m of s.stoppedSilent) if (!silentSince.has(m)) silentSince.set(m, s);
     }
     const after = samples.slice(falseBefore);
     const falseMachineSeconds = after.reduce((n, s) => n + s.falselyNotUp, 0);
     const byPhase = new Map<string, number>();
     for (const s of after) byPhase.set(s.phase, (byPhase.get(s.phase) ?? 0) + s.falselyNotUp);
     const lags = after.map((s) => s.lagS).filter((x): x is number => x !== undefined);
+    const laggiest = after.reduce<Sample | undefined>((top, s) => ((s.lagS ?? -1) > (top?.lagS ?? -1) ? s : top), undefined);
     log(
       `load after: ${loadavg()
         .map((l) => l.toFixed(2))
@@ -238,7 +252,7 @@ export async function run(): Promise<string> {
       `| false UP/LATE after SILENT: machine-samples, changes in the histories read | ${falseUpSamples}, ${falseUpInHistory} | 0 |`,
       `| stopped machines shown LATE past the boundary, p50 / max (ms) | ${quantile(lateBy, 0.5)} / ${Math.max(...lateBy)} (${lateBy.length} read) | ≤ 1,000 |`,
       `| stopped machines shown SILENT past the boundary, p50 / max (ms) | ${quantile(silentBy, 0.5)} / ${Math.max(...silentBy)} (${silentBy.length} read) | ≤ 1,000 |`,
-      `| news lag p50 / p99 / max (s) | ${quantile(lags, 0.5)} / ${quantile(lags, 0.99)} / ${Math.max(...lags)} | |`,
+      `| news lag p50 / p99 / max (s) | ${quantile(lags, 0.5)} / ${quantile(lags, 0.99)} / ${Math.max(...lags)} (${laggiest ? `${laggiest.replica}, ${laggiest.phase}` : '-'}) | |`,
       `| RSS max per replica (MB) | ${use.rssCell()} | < 1,024 |`,
       `| CPU-seconds per replica, the whole run | ${use.cpuCell()} | |`,
       `| replicas' CPU per beat sent, warm to end | ${((cpuS * 1e6) / beats).toFixed(0)} µs (${cpuS.toFixed(1)} CPU-s, ${beats} beats) | half of issue 37's first figure |`,

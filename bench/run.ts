@@ -12,6 +12,7 @@ import { run as million } from './million.js';
 import { run as pages } from './pages.js';
 import { run as publish } from './publish.js';
 import { run as reads } from './reads.js';
+import { run as replay } from './replay.js';
 import { run as steady } from './steady.js';
 import { run as stream } from './stream.js';
 import { run as streamAck } from './stream-ack.js';
@@ -37,6 +38,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   'ingest-writes': ingestWrites,
   publish,
   steady,
+  replay,
 };
 
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
