@@ -172,9 +172,17 @@ function readProgress() {
 }
 type ReadProgress = ReturnType<typeof readProgress>;
 
-/** The chain of deltas applied to the composition held; broken by a delta that does not apply, until a snapshot mends it. */
-function deltaChain(feed: FollowedFeed, stats: FollowerStats, logger: Logger, resync: (held: number) => void) {
+/** While the chain is broken, the snapshot is asked again this often: an ask lost, or a snapshot refused, does not leave it broken until the next periodic one. */
+export const RESYNC_AGAIN_MS = 5_000;
+
+/**
+ * The chain of deltas applied to the composition held; broken by a delta that does not apply,
+ * until a snapshot mends it or a delta on the seq held comes (the live path and the stream's can
+ * deliver a delta before the one it is based on: after a freeze, the live one first).
+ */
+export function deltaChain(feed: FollowedFeed, stats: FollowerStats, logger: Logger, resync: (held: number) => void) {
   let broken = false;
+  let askedAt = 0;
   return {
     isBroken: () => broken,
     /** A snapshot of the seq held was read again: the chain holds. */
@@ -192,19 +200,24 @@ function deltaChain(feed: FollowedFeed, stats: FollowerStats, logger: Logger, re
         return;
       }
       if (held && entry.seq <= held.seq) return;
-      if (broken) return;
-      if (!held || held.seq !== entry.delta.baseSeq) {
+      if (held && held.seq === entry.delta.baseSeq) {
+        broken = false;
+        stats.deltas++;
+        feed.accept(Object.freeze(applyDelta(held, entry.delta)), entry.delta);
+        return;
+      }
+      if (broken) {
+        if (Date.now() - askedAt < RESYNC_AGAIN_MS) return;
+      } else {
         broken = true;
         stats.gaps++;
         logger.warn(
           { held: held?.seq, base: entry.delta.baseSeq, seq: entry.seq },
           'a status delta does not apply to the composition held: fetching a snapshot',
         );
-        resync(held?.seq ?? 0);
-        return;
       }
-      stats.deltas++;
-      feed.accept(Object.freeze(applyDelta(held, entry.delta)), entry.delta);
+      askedAt = Date.now();
+      resync(held?.seq ?? 0);
     },
   };
 }
