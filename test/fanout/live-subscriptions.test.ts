@@ -83,8 +83,11 @@ for (const how of ['ws', 'sse'] as const) {
     const live = watch(how, b, `subscription { callChanged(seat: "${seat}") { id verb state cursor } }`);
     const primedWith = await primed(live, a, `call-prime-${how}`);
     const done = await recordAct(a, `call-${how}`);
-    const { data } = await a.gql(`{ handActs(first: 5) { edges { node { id callId } } } }`);
-    const callId = data.handActs.edges.find((e: any) => e.node.id === done.id)?.node.callId;
+    // An act answers after 1.5 s when putting its records takes longer (docs/calls.md): its hand-act may come a moment later.
+    const callId = await eventually(async () => {
+      const { data } = await a.gql(`{ handActs(first: 5) { edges { node { id callId } } } }`);
+      return data.handActs.edges.find((e: any) => e.node.id === done.id)?.node.callId as string | undefined;
+    }, 'the act’s hand-act in the log');
     expect(callId).toMatch(/^[0-9a-z]{19}$/);
     await eventually(() => live.items.some((x: any) => x.callChanged.id === callId && x.callChanged.state === 'OK'), 'the call OK', 20_000);
     const ofCall = live.items.slice(primedWith).filter((x: any) => x.callChanged.id === callId);
