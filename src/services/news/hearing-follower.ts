@@ -1,4 +1,4 @@
-import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { SILENT_AFTER_INTERVALS } from '../machines/machines.js';
 import type { HeardMachines } from './heard-machines.js';
@@ -121,12 +121,8 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
     for await (const msg of from) {
       const storedMs = msg.info.timestampNanos / 1e6;
       // Older than the window (a last message of long ago): that machine is SILENT whatever it said.
-      if (storedMs >= fromMs && msg.subject.startsWith(machineSubjects)) {
-        const heardAt = new Date(Math.min(Date.now(), storedMs));
-        const news = judgeNews(source.root, msg.subject, msg.data, heardAt);
-        if (news.type === 'heartbeat') heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
-        else if (replaying) hidden.set(msg.subject.slice(machineSubjects.length), { seq: msg.seq, storedMs });
-      }
+      if (storedMs >= fromMs && msg.subject.startsWith(machineSubjects) && !noteBeat(source.root, heard, msg) && replaying)
+        hidden.set(msg.subject.slice(machineSubjects.length), { seq: msg.seq, storedMs });
       following.upTo = { seq: msg.seq, storedMs };
       if (replaying) {
         lastOfEach++;
@@ -149,6 +145,16 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
       void (messages?.closed() ?? Promise.resolve()).then(() => opened.consumer?.delete()).catch(() => undefined);
     },
   };
+}
+
+/** Notes a machine's message in `heard` when it is a heartbeat, heard when the stream stored it; returns whether it was one. */
+function noteBeat(root: string, heard: HeardMachines, msg: Pick<JsMsg, 'subject' | 'data' | 'info'>): boolean {
+  const storedMs = msg.info.timestampNanos / 1e6;
+  const heardAt = new Date(Math.min(Date.now(), storedMs));
+  const news = judgeNews(root, msg.subject, msg.data, heardAt);
+  if (news.type !== 'heartbeat') return false;
+  heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
+  return true;
 }
 
 /**
@@ -186,12 +192,7 @@ async function rereadHiddenBeats(
     for await (const msg of messages) {
       read++;
       lastReadAt = Date.now();
-      if (msg.subject.startsWith(machineSubjects) && wanted.has(msg.subject.slice(machineSubjects.length))) {
-        const storedMs = msg.info.timestampNanos / 1e6;
-        const heardAt = new Date(Math.min(Date.now(), storedMs));
-        const news = judgeNews(source.root, msg.subject, msg.data, heardAt);
-        if (news.type === 'heartbeat') heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
-      }
+      if (msg.subject.startsWith(machineSubjects) && wanted.has(msg.subject.slice(machineSubjects.length))) noteBeat(source.root, heard, msg);
       if (msg.seq >= untilSeq) break;
     }
   } catch (err) {
