@@ -72,3 +72,19 @@ export function isStoreUnavailable(error: unknown, depth = 0): boolean {
   if (Array.isArray(errors) && errors.some((e) => isStoreUnavailable(e, depth + 1))) return true;
   return isStoreUnavailable(cause, depth + 1);
 }
+
+/** A logger's two levels a background job's failure is told at. */
+interface FailureLogger {
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+/**
+ * Logs a background job's failure (a sweep, a prune) that is tried again later:
+ * while the store cannot be reached it is a warning, without a stack, since the outage is told
+ * already and nothing is lost; anything else is an error with its stack.
+ */
+export function logJobFailure(logger: FailureLogger, err: unknown, message: string, fields: object = {}): void {
+  if (isStoreUnavailable(err)) logger.warn({ ...fields, err: String(err) }, `${message}: the store is unavailable`);
+  else logger.error({ ...fields, err }, message);
+}

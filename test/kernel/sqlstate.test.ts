@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { isStoreUnavailable } from '../../src/kernel/errors.js';
+import { isStoreUnavailable, logJobFailure } from '../../src/kernel/errors.js';
 import { isTransientConflict, SQLSTATE, sqlStateOf } from '../../src/kernel/sqlstate.js';
 import { isCrossedByAnother, isUniqueViolation } from '../../src/store/db.js';
 
@@ -28,6 +28,23 @@ describe('the one SQLSTATE map', () => {
   it('a server going away is the store unavailable; a statement refused is not', () => {
     for (const code of ['57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']) expect(isStoreUnavailable(failed(code))).toBe(true);
     for (const code of Object.values(SQLSTATE).filter((c) => !c.startsWith('57') && !c.startsWith('08'))) expect(isStoreUnavailable(failed(code))).toBe(false);
+  });
+
+  it('a background job failing while the store is away logs a warning without a stack; any other failure is an error', () => {
+    const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+    const logger = {
+      warn: (fields: object, message: string) => lines.push({ level: 'warn', fields: fields as Record<string, unknown>, message }),
+      error: (fields: object, message: string) => lines.push({ level: 'error', fields: fields as Record<string, unknown>, message }),
+    };
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    logJobFailure(logger, refused, 'sweeping timed-out applies failed');
+    logJobFailure(logger, failed(SQLSTATE.uniqueViolation), 'pruning durations failed');
+    expect(lines.map((l) => [l.level, l.message])).toEqual([
+      ['warn', 'sweeping timed-out applies failed: the store is unavailable'],
+      ['error', 'pruning durations failed'],
+    ]);
+    expect(lines[0]!.fields.err).toBe('Error: connect ECONNREFUSED 127.0.0.1:5432');
+    expect(lines[1]!.fields.err).toBeInstanceOf(Error);
   });
 
   it('names the codes PostgreSQL itself gives: a unique index violated', async () => {

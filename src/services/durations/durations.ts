@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
+import { logJobFailure } from '../../kernel/errors.js';
 import { instant, oneOf } from '../../kernel/values.js';
 import type { Db, Store } from '../../store/db.js';
 import type { DB, DurationTable } from '../../store/tables.js';
@@ -155,7 +156,7 @@ export function startDurationPruning(mesh: { db: Store; config: Pick<Config, 'du
       .then((n) => {
         if (n > 0) mesh.logger.info({ pruned: n, retentionDays: mesh.config.durationRetentionDays }, 'durations pruned');
       })
-      .catch((err) => mesh.logger.error({ err }, 'pruning durations failed'))
+      .catch((err) => logJobFailure(mesh.logger, err, 'pruning durations failed'))
       .finally(() => (running = undefined));
   };
   prune();

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { logJobFailure } from '../../kernel/errors.js';
 import { byName } from '../../kernel/names.js';
 import type { Store } from '../../store/db.js';
 import type { MeshEvents } from '../events.js';
@@ -119,7 +120,7 @@ export function startApplyTimeouts(mesh: ApplyTimeoutMesh): { stop(): Promise<vo
   const timer = setInterval(() => {
     if (stopped || sweeping || !mesh.leases.isServing()) return;
     sweeping = sweepApplyTimeouts(mesh)
-      .catch((err) => mesh.logger.error({ err }, 'sweeping timed-out applies failed'))
+      .catch((err) => logJobFailure(mesh.logger, err, 'sweeping timed-out applies failed'))
       .finally(() => {
         sweeping = undefined;
       });
