@@ -131,7 +131,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     // Every replica relays the outbox: the records of acts committed here or on a replica gone.
     const relay = startRecordRelay({ db, buckets, views, config, logger });
     stops.push(() => relay.stop());
-    const leases = await startLeases({ buckets, views, config, logger }, bus.jsm);
+    const leases = await startLeases({ db, buckets, views, config, logger }, bus.jsm);
     stops.push(() => leases.stop());
     // The replicas' shared key (made by the first to start): only the serving replica's status is taken.
     const replicaKeys = await startReplicaKeys(db, logger);

@@ -152,6 +152,38 @@ async function relayRecords(mesh: OutboxMesh, ids?: readonly string[]): Promise<
 }
 
 /**
+ * Puts now the records the acts of these calls left in the outbox, whoever holds their claim, and
+ * answers the calls whose end was put. For the lease sweep: a call of a replica that died after its
+ * act committed (and answered) has its records here until the dead replica's claim lapses
+ * (RELAY_CLAIM_MS), and marking it ABANDONED meanwhile would contradict the answer its caller got.
+ * A put by id finds a record already there, so a relay putting the same rows is harmless.
+ */
+export async function relayRecordsOfCalls(mesh: OutboxMesh, callIds: readonly string[]): Promise<Set<string>> {
+  const ended = new Set<string>();
+  if (callIds.length === 0) return ended;
+  const ids = [...callIds];
+  const found = await sql<OutboxRow>`
+    select seq::text as seq, bucket, id, body from record_outbox
+     where (bucket = 'calls' and id = any(${ids}::text[]))
+        or (bucket = 'handActs' and body::jsonb->>'callId' = any(${ids}::text[]))
+     order by seq`.execute(mesh.db);
+  const done: string[] = [];
+  try {
+    for (const row of found.rows) {
+      if (row.bucket === 'handActs') await putHandAct(mesh, row);
+      else {
+        await putRelayedCall(mesh, row.body);
+        ended.add(row.id);
+      }
+      done.push(row.seq);
+    }
+  } finally {
+    if (done.length > 0) await sql`delete from record_outbox where seq = any(${done}::bigint[])`.execute(mesh.db);
+  }
+  return ended;
+}
+
+/**
  * After an act committed: puts its own records now, waiting at most DELIVER_WAIT_MS. A failure is
  * logged, never thrown: the act is done, and the relay puts them later.
  */

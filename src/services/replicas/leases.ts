@@ -4,8 +4,9 @@ import type { Logger } from 'pino';
 import type { Buckets } from '../../bus/buckets.js';
 import { KvView } from '../../bus/kv-view.js';
 import { isLeaderless } from '../../bus/retry.js';
-import { abandonCall, type CallsMesh } from '../calls/records.js';
+import { abandonCall, type CallSummary, type CallsMesh } from '../calls/records.js';
 import type { HandActLog } from '../hand-acts/hand-acts.js';
+import { type OutboxMesh, relayRecordsOfCalls } from '../outbox/outbox.js';
 
 /**
  * A replica that stops refreshing loses its lease after this: "within seconds", as DESIGN.md asks,
@@ -177,7 +178,7 @@ export interface Leases {
  * the lease, contends for the serving lease (once `mayServe` was called) and sweeps again, so a replica that died while others
  * run has its calls marked within seconds, not at the next restart.
  */
-export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & LeaseMesh & { logger: Logger }, jsm: JetStreamManager): Promise<Leases> {
+export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & OutboxMesh & LeaseMesh & { logger: Logger }, jsm: JetStreamManager): Promise<Leases> {
   const { buckets, config, logger } = mesh;
   const startedAt = new Date();
   const startedIso = startedAt.toISOString();
@@ -216,15 +217,35 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
     return byCall;
   };
 
+  /**
+   * The ends waiting in the outbox of these calls, put now (relayRecordsOfCalls): the calls whose
+   * act committed. With the store away none is known, and the sweep guesses as before; a relayed
+   * end is put over its guess later.
+   */
+  const endsInOutbox = async (callIds: string[]) => {
+    try {
+      return await relayRecordsOfCalls(mesh, callIds);
+    } catch (err) {
+      logger.warn({ err: String(err), calls: callIds.length }, 'could not look in the outbox for the ends of stopped replicas’ calls: settling them without');
+      return new Set<string>();
+    }
+  };
+
   const sweep = async () => {
     const live = new Set(liveReplicas());
     let marked = 0;
     let done = 0;
     let acts: Map<string, string> | undefined;
+    const orphans: { key: string; call: CallSummary; revision: number; earlierSelf: boolean }[] = [];
     for (const { key, value: call, revision } of mesh.views.calls.values()) {
       if (call.state !== 'RUNNING') continue;
       const earlierSelf = call.replica === me && Date.parse(call.startedAt) < startedAt.getTime();
       if (call.replica === me ? !earlierSelf : live.has(call.replica)) continue;
+      orphans.push({ key, call, revision, earlierSelf });
+    }
+    const relayed = orphans.length > 0 ? await endsInOutbox(orphans.map((o) => o.key)) : new Set<string>();
+    for (const { key, call, revision, earlierSelf } of orphans) {
+      if (relayed.has(key)) continue;
       acts ??= handActsByCall();
       const handAct = acts.get(key);
       const reason = earlierSelf ? `replica ${me} restarted while the call ran` : `replica ${call.replica} stopped while the call ran (its lease is gone)`;
@@ -239,7 +260,7 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
         await buckets.leases.delete(entry.key, { previousSeq: entry.revision }).catch(() => undefined);
       }
     }
-    if (marked) logger.info({ marked, doneBeforeTheStop: done }, 'calls of stopped replicas settled: ABANDONED, or OK when their hand-act shows the work done');
+    if (marked || relayed.size) logger.info({ marked, doneBeforeTheStop: done, endsRelayed: relayed.size }, 'calls of stopped replicas settled: their end from the outbox, OK when their hand-act shows the work done, or ABANDONED');
     return marked;
   };
 

@@ -1,8 +1,10 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { refusedCalls, startCall } from '../../../src/services/calls/records.js';
+import { endedOk, refusedCalls, startCall } from '../../../src/services/calls/records.js';
 import { RESPONDER_IN_FLIGHT_MAX } from '../../../src/services/controller/responder.js';
 import { appendHandAct } from '../../../src/services/hand-acts/hand-acts.js';
+import { writeToOutbox } from '../../../src/services/hand-acts/outbox-write.js';
 import { natsCall } from '../../fixtures/calls.js';
 import { useGateway } from '../../fixtures/gateway.js';
 
@@ -40,6 +42,37 @@ test('a call whose replica stopped after its hand-act was written is recorded OK
   // The audit trail agrees with itself: every hand-act's call finished OK.
   const acts = (await gateway.gql(`{ handActs(act: "drained-node") { edges { node { callId } } } }`)).data.handActs.edges;
   expect(acts).toEqual([{ node: { callId: done.id } }]);
+});
+
+test('a call whose replica stopped after its act committed, its records still waiting in the outbox under that replica’s claim, reads its own end: OK with its answer, and its hand-act', async () => {
+  // The replica committed the act with its hand-act and its call's end, answered its caller (its
+  // own put took longer than DELIVER_WAIT_MS), and died before putting them: its claim on the rows
+  // would hold them from any relay for another RELAY_CLAIM_MS.
+  const gone = { ...gateway.mesh, config: { ...gateway.mesh.config, replica: 'gone-replica-2' } };
+  const started = await startCall(gone, {
+    seat: env.controller,
+    verb: 'recordHandAct',
+    caller: 'alice',
+    door: 'NATS',
+    args: { act: 'rebooted-switch', why: 'firmware' },
+  });
+  const answer = { act: 'rebooted-switch', answeredTo: 'alice' };
+  const act = await gateway.mesh.db.transaction().execute(async (tx) => {
+    const record = await appendHandAct(
+      { ...gateway.mesh, outbox: { tx, ids: [] } },
+      { actor: 'alice', act: 'rebooted-switch', why: 'firmware', callId: started.call.id },
+    );
+    await writeToOutbox(tx, 'calls', started.call.id, JSON.stringify(endedOk(started, answer)));
+    await sql`update record_outbox set claimed_until = now() + interval '1 hour'`.execute(tx);
+    return record;
+  });
+
+  await gateway.mesh.leases.sweep();
+  expect(await callById(started.call.id)).toEqual({ state: 'OK', caller: 'alice', errorCode: null, error: null, answerJson: answer });
+  const acts = (await gateway.gql(`{ handActs(act: "rebooted-switch") { edges { node { id callId } } } }`)).data.handActs.edges;
+  expect(acts).toEqual([{ node: { id: act.id, callId: started.call.id } }]);
+  const waiting = await sql<{ n: string }>`select count(*)::text as n from record_outbox`.execute(gateway.mesh.db);
+  expect(waiting.rows[0]!.n).toBe('0');
 });
 
 test('an act or a read refused BUSY is counted, never kept (issue 35)', async () => {

@@ -6,6 +6,7 @@ import { type Buckets, ensureBuckets } from '../../../src/bus/buckets.js';
 import { startCallView } from '../../../src/services/calls/records.js';
 import { startHandActView } from '../../../src/services/hand-acts/hand-acts.js';
 import { LEASE_REFRESH_MS, LEASE_TTL_MS, type Leases, readServingHolder, startLeases } from '../../../src/services/replicas/leases.js';
+import { openStore, type Store } from '../../../src/store/db.js';
 import { NATS_URL, type TestEnv, testEnv } from '../../fixtures/services.js';
 
 // Seen in `bench badday` at 100,000 machines: the serving replica SIGKILLed, its replacement started
@@ -17,22 +18,25 @@ const logger = pino({ level: 'silent' });
 let env: TestEnv;
 let nc: NatsConnection;
 let buckets: Buckets;
+let db: Store;
 const started: Leases[] = [];
 beforeAll(async () => {
   env = await testEnv('serving_ready');
   nc = await connect({ servers: NATS_URL });
   buckets = await ensureBuckets(nc, await jetstreamManager(nc), env.controller, logger);
+  db = await openStore({ databaseUrl: env.database.url, dataDir: '.mesh' });
 });
 afterAll(async () => {
   for (const leases of started) await leases.stop().catch(() => undefined);
   await nc?.close();
+  await db?.destroy();
   await env?.cleanup();
 });
 
 async function aReplica(replica: string): Promise<Leases> {
   const jsm = await jetstreamManager(nc);
   const views = { calls: await startCallView(buckets, jsm, logger), handActs: await startHandActView(buckets, jsm, logger) };
-  const leases = await startLeases({ buckets, views, config: { replica }, logger }, jsm);
+  const leases = await startLeases({ db, buckets, views, config: { replica }, logger }, jsm);
   started.push(leases);
   return leases;
 }
