@@ -54,6 +54,8 @@ interface Case {
   first?: string;
   /** Leaves the gateway refusing everything: run after every other case. */
   last?: boolean;
+  /** Times the probe (with its `before`) is sent again when not refused: the rate's races the bucket's refill on a loaded machine. */
+  again?: number;
 }
 
 const NO_HASH = 'f'.repeat(64);
@@ -127,6 +129,7 @@ const CASES: Record<string, Case> = {
     on: 'open',
     tweak: {},
     expected: { status: 429, code: 'TOO_MANY_REQUESTS', message: `local asks more than ${PER_SECOND} operations a second; retry after 1 s` },
+    again: 2,
     before: async (url) => {
       // Spent until refused: the bucket is empty then, and the probe follows within a second, before one operation refills.
       for (let spent = 0; spent < 20; spent++) {
@@ -199,7 +202,14 @@ for (const guard of ordered) {
     test.each(doors)(`refuses at %s as it does everywhere`, async (door) => {
       if (!found) throw new Error(`no case for the ${guard.name} guard`);
       const url = found.on === 'open' ? open.url : tokened.url;
-      expectRefused(await probe(url, door, guard.name, found), door, guard.stage, found.expected);
+      for (let attempt = 0; ; attempt++) {
+        const outcome = await probe(url, door, guard.name, found);
+        try {
+          return expectRefused(outcome, door, guard.stage, found.expected);
+        } catch (error) {
+          if (attempt >= (found.again ?? 0)) throw error;
+        }
+      }
     });
   });
 }
