@@ -178,7 +178,10 @@ export interface Leases {
  * the lease, contends for the serving lease (once `mayServe` was called) and sweeps again, so a replica that died while others
  * run has its calls marked within seconds, not at the next restart.
  */
-export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & OutboxMesh & LeaseMesh & { logger: Logger }, jsm: JetStreamManager): Promise<Leases> {
+export async function startLeases(
+  mesh: CallsMesh & Pick<HandActLog, 'views'> & OutboxMesh & LeaseMesh & { logger: Logger },
+  jsm: JetStreamManager,
+): Promise<Leases> {
   const { buckets, config, logger } = mesh;
   const startedAt = new Date();
   const startedIso = startedAt.toISOString();
@@ -260,7 +263,11 @@ export async function startLeases(mesh: CallsMesh & Pick<HandActLog, 'views'> & 
         await buckets.leases.delete(entry.key, { previousSeq: entry.revision }).catch(() => undefined);
       }
     }
-    if (marked || relayed.size) logger.info({ marked, doneBeforeTheStop: done, endsRelayed: relayed.size }, 'calls of stopped replicas settled: their end from the outbox, OK when their hand-act shows the work done, or ABANDONED');
+    if (marked || relayed.size)
+      logger.info(
+        { marked, doneBeforeTheStop: done, endsRelayed: relayed.size },
+        'calls of stopped replicas settled: their end from the outbox, OK when their hand-act shows the work done, or ABANDONED',
+      );
     return marked;
   };
 
