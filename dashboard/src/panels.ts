@@ -155,5 +155,5 @@ export function renderComposition(status: Pick<Status, 'seq' | 'composedAt' | 'h
   const lagMs = Date.parse(status.composedAt) - Date.parse(status.heardUntil ?? status.composedAt);
   const lagging = lagMs > BEHIND_SHOWN_MS;
   target.classList.toggle('lagging', lagging);
-  if (lagging) target.textContent += ` · behind by ${Math.round(lagMs / 1000)} s: news up to ${clock(status.heardUntil)} is written, machines shown as then`;
+  if (lagging) target.textContent += ` · behind by ${Math.round(lagMs / 1000)} s: news up to ${clock(status.heardUntil)} is heard, machines shown as then`;
 }

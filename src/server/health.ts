@@ -95,6 +95,7 @@ export function meshHealth(mesh: Pick<Mesh, 'db' | 'bus' | 'status' | 'hearing' 
         lagS: Math.round(lagMs / 100) / 10,
         pending: heard.pending,
         heardUntil: new Date(heard.heardUntilMs).toISOString(),
+        writtenUntil: new Date(heard.writtenUntilMs).toISOString(),
         limitS: NEWS_LAG_READY_MAX_MS / 1000,
       };
     },

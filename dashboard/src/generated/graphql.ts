@@ -27,7 +27,7 @@ export type DurationKind =
   /** A plan's tier: started → every machine reported ok. */
   | 'PLAN_TIER';
 
-/** UP; LATE once news heard past 1.5 expected heartbeat intervals after its last beat is written with none of its own; SILENT past 6. */
+/** UP; LATE once news heard past 1.5 expected heartbeat intervals after its last beat is heard with none of its own; SILENT past 6. */
 export type MachineState =
   | 'LATE'
   | 'SILENT'

@@ -22,7 +22,7 @@ function summary(status: Summary): string {
   const behind = behindSeconds({ composedAt: String(status.composedAt), heardUntil: String(status.heardUntil) });
   return [
     `status ${status.seq} composed ${status.composedAt}: ${total} machines, ${status.callsRunning} calls running, ${status.handActsThisWeek} hand-acts this week`,
-    ...(behind > BEHIND_SHOWN_S ? [`behind by ${Math.round(behind)} s: news up to ${status.heardUntil} is written, machines shown as then`] : []),
+    ...(behind > BEHIND_SHOWN_S ? [`behind by ${Math.round(behind)} s: news up to ${status.heardUntil} is heard, machines shown as then`] : []),
     '',
     section(
       'machines by site',

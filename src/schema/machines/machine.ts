@@ -10,7 +10,7 @@ import { verbMutation } from '../support/verb-mutation.js';
 import { readingOf } from './loaders.js';
 
 export const MachineStateEnum = builder.enumType('MachineState', {
-  description: 'UP; LATE once news heard past 1.5 expected heartbeat intervals after its last beat is written with none of its own; SILENT past 6.',
+  description: 'UP; LATE once news heard past 1.5 expected heartbeat intervals after its last beat is heard with none of its own; SILENT past 6.',
   values: ['UP', 'LATE', 'SILENT'] as const,
 });
 
@@ -29,7 +29,7 @@ export const MachineRef = builder.objectRef<Machine>('Machine').implement({
     state: t.field({
       type: MachineStateEnum,
       description:
-        'Judged at how far news was written when the request came (`Status.heardUntil`), not at the wall clock, and never better than the last composition showed for the same `lastHeardAt`: the state `status` shows.',
+        'Judged at how far news was heard when the request came (`Status.heardUntil`), not at the wall clock, and never better than the last composition showed for the same `lastHeardAt`: the state `status` shows.',
       resolve: (m, _args, ctx) => stateAsShown(m, ctx.judging, readingOf(ctx).shown),
     }),
     modules: t.exposeStringList('modules', { description: 'The modules running on it.' }),

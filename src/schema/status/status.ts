@@ -98,7 +98,7 @@ export const StatusRef = builder.objectRef<Composition>('Status').implement({
     heardUntil: t.field({
       type: 'DateTime',
       description:
-        'News stored before this instant was written when the composition was made, and machines are judged UP, LATE or SILENT at it, not at the wall clock: a gateway behind on its news shows it here (compare with composedAt), never as machines going LATE. See docs/status.md.',
+        'News stored before this instant was heard (read from the news stream) when the composition was made, and machines are judged UP, LATE or SILENT at it, not at the wall clock: a gateway behind on its news shows it here (compare with composedAt), never as machines going LATE. See docs/status.md.',
       resolve: (c) => c.heardUntil ?? c.composedAt,
     }),
     tookMs: t.exposeFloat('tookMs', { description: 'How long composing took, in milliseconds.' }),

@@ -3,12 +3,12 @@ import type { Mesh } from '../../services/mesh.js';
 import type { NewsIngest } from '../../services/news/ingest.js';
 import { readCounter, readGauge } from './read.js';
 
-/** The news: how far behind its writing is (the instant states are judged at) and what the ingest counted. */
+/** The news: how far behind its hearing and writing are, and what the ingest counted. */
 export function newsMetrics(registry: Registry, mesh: Pick<Mesh, 'hearing'>, news: NewsIngest['stats'] | undefined): void {
   readGauge(
     registry,
     'mesh_news_lag_seconds',
-    "How far the oldest news not yet written is behind this replica's clock; 0 when caught up. States are judged at the instant written up to (docs/status.md).",
+    'How far the oldest news not yet heard by this replica, or not yet written, is behind its clock; 0 when caught up. States are judged at the instant heard up to (docs/status.md).',
     () => mesh.hearing.lagMs() / 1000,
   );
   readGauge(

@@ -42,7 +42,7 @@ export function sameDeafSpans(a: readonly DeafSpan[] | undefined, b: readonly De
 
 /**
  * What a machine's state is judged against: `heardUntilMs`, the instant up to which all news is
- * written (the news stream's watermark, src/services/news/hearing.ts), never the wall clock, and
+ * heard (the news stream's watermark, src/services/news/hearing.ts), never the wall clock, and
  * the spans the gateway could not hear. A gateway behind on its news judges at the instant it has
  * heard up to, so its own lag never shows as the mesh's silence (docs/status.md).
  */
@@ -72,7 +72,7 @@ function silentFor(lastHeardMs: number, thresholdMs: number, judging: Judging): 
 
 /**
  * The one UP / LATE / SILENT rule: LATE once news heard past LATE_AFTER_INTERVALS expected beats
- * after its last one is written and none of it was the machine's, SILENT past SILENT_AFTER_INTERVALS;
+ * after its last one is heard and none of it was the machine's, SILENT past SILENT_AFTER_INTERVALS;
  * time the gateway could not hear does not count (`silentFor`). Every reader of state uses it:
  * compositions, `Machine.state`, `machines(state:)`, the crossing timer.
  */
@@ -99,7 +99,7 @@ export function flooredState(state: MachineState, lastHeardMs: number, shown: { 
 /**
  * The heard instant at which a machine last heard at `lastHeardMs` next changes state by age alone
  * (UP → LATE, LATE → SILENT), or undefined once it is SILENT. Its state changes once news heard up
- * to that instant is written, not when the wall clock passes it.
+ * to that instant is heard, not when the wall clock passes it.
  */
 export function nextStateChangeMs(lastHeardMs: number, judging: Judging): number | undefined {
   const hb = judging.heartbeatSeconds * 1000;

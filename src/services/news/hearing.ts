@@ -20,13 +20,19 @@ const DEAF_SPANS_MAX = 32;
 export const HEARING_READ_TIMEOUT_MS = 2_000;
 
 /**
- * How far the mesh's news is written, read off the news stream's one consumer: everything stored
- * before the oldest message not yet acknowledged is written (a message is acknowledged only once
- * its batch is written, whichever replica wrote it).
+ * How far the mesh's news is heard and written. Heard: with the follower, how far this replica has
+ * read the news stream, every beat before it noted in memory. Written: read off the news stream's
+ * one consumer, everything stored before the oldest message not yet acknowledged (a message is
+ * acknowledged only once its batch is written, whichever replica wrote it).
  */
 interface Heard {
-  /** News stored before this instant is written: states are judged at it. */
+  /**
+   * States are judged at this instant: how far this replica's follower has read the news (every
+   * beat stored before it is in memory, written or not); without a follower, `writtenUntilMs`.
+   */
   heardUntilMs: number;
+  /** News stored before this instant is written: reports count once written, so the apply time-out is judged here. */
+  writtenUntilMs: number;
   /** Messages stored and not yet written: not yet delivered, or delivered and not acknowledged. */
   pending: number;
   /** When this was read (this replica's clock). */
@@ -46,7 +52,7 @@ export interface NewsHearing {
   owed: CheckpointsOwed;
   /** Reads the watermark now (reads asked while one is under way share it); the last known one when NATS does not answer in time. */
   refresh(): Promise<Heard>;
-  /** How far the oldest unwritten news is behind this replica's clock, in ms; 0 when caught up. */
+  /** How far the oldest news not yet heard or not yet written is behind this replica's clock, in ms; 0 when caught up. */
   lagMs(): number;
   /** Called after each read with the watermark. Returns the unsubscribe. */
   onRead(listener: (heard: Heard) => void): () => void;
@@ -93,15 +99,15 @@ const timeout = (ms: number) =>
  * what the answer covers: caught up (nothing pending), news stored before it is written; else the
  * stream time of the oldest message not acknowledged (the one after the ack floor) bounds it.
  */
-async function readHeard(source: HearingSource, previousMs: number, followed?: () => FollowedUpTo): Promise<Omit<Heard, 'deaf' | 'machines'>> {
+async function readHeard(source: HearingSource, previousWrittenMs: number, followed?: () => FollowedUpTo): Promise<Omit<Heard, 'deaf' | 'machines'>> {
   const askedAt = Date.now();
   const info = await source.jsm.consumers.info(source.stream, NEWS_CONSUMER);
-  const written = await writtenUntil(source, info, askedAt, previousMs);
-  if (!followed) return { ...written, readAtMs: Date.now() };
+  const written = await writtenUntil(source, info, askedAt, previousWrittenMs);
+  if (!followed) return { heardUntilMs: written.writtenUntilMs, ...written, readAtMs: Date.now() };
   // The stream's last sequence when asked: what the shared consumer delivered and what it has not.
   const behind = Math.max(0, info.delivered.stream_seq + info.num_pending - followed().seq);
   const readUntilMs = behind === 0 ? askedAt : followed().storedMs - 1;
-  return { heardUntilMs: Math.min(written.heardUntilMs, readUntilMs), pending: written.pending + behind, readAtMs: Date.now() };
+  return { heardUntilMs: readUntilMs, writtenUntilMs: written.writtenUntilMs, pending: written.pending + behind, readAtMs: Date.now() };
 }
 
 /** How far the news is written: caught up, up to `askedAt`; else up to the oldest message not acknowledged. */
@@ -110,9 +116,9 @@ async function writtenUntil(
   info: Awaited<ReturnType<HearingSource['jsm']['consumers']['info']>>,
   askedAt: number,
   previousMs: number,
-): Promise<{ heardUntilMs: number; pending: number }> {
+): Promise<{ writtenUntilMs: number; pending: number }> {
   const pending = info.num_pending + info.num_ack_pending;
-  if (pending === 0) return { heardUntilMs: askedAt, pending };
+  if (pending === 0) return { writtenUntilMs: askedAt, pending };
   const oldest = info.ack_floor.stream_seq + 1;
   let stored = await source.jsm.streams.getMessage(source.stream, { seq: oldest });
   if (!stored) {
@@ -122,7 +128,7 @@ async function writtenUntil(
   }
   // Nothing found to bound it: the instant known before stands, never one later.
   const storedMs = stored ? Date.parse(stored.timestamp) - 1 : previousMs;
-  return { heardUntilMs: Math.min(askedAt, storedMs), pending };
+  return { writtenUntilMs: Math.min(askedAt, storedMs), pending };
 }
 
 /**
@@ -203,17 +209,18 @@ async function startFollowing(source: HearingSource, machines: HeardMachines, is
 }
 
 /**
- * Keeps this replica's reading of how far the news is written (`readHeard`), every HEARING_POLL_MS
- * and whenever asked. Every replica reads the same consumer, so all judge states at nearly the same
- * instant whichever of them wrote the news; a replica that died holding news holds the watermark
- * back (its news shows as lag) until the stream delivers that news again to another. With
- * `source.follow`, the first read waits until the follower has re-read the stream's recent window,
- * and no read is past what the follower has read: last-heard is known up to the instant judged.
+ * Keeps this replica's reading of how far the news is heard and written (`readHeard`), every
+ * HEARING_POLL_MS and whenever asked. With `source.follow`, states are judged at what this
+ * replica's follower has read (its first read waits until the follower has re-read the stream's
+ * recent window): every beat before it is in memory, so neither a replica writing alone nor one that
+ * died holding unwritten news holds the states back. What is written, read off the one consumer
+ * every replica shares, bounds what waits for the store: the apply time-out (reports count once
+ * written), and the lag. Without a follower (a test's source) states are judged at what is written.
  */
 export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()): NewsHearing {
   const machines = new HeardMachines();
   const owed = new CheckpointsOwed(source.checkpointMs ?? CHECKPOINT_DEFAULT_MS);
-  let heard: Heard = { heardUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs, deaf: [], machines };
+  let heard: Heard = { heardUntilMs: startedAtMs, writtenUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs, deaf: [], machines };
   const deaf = deafSpans(
     source,
     () => heard.readAtMs,
@@ -231,10 +238,10 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
   const heardLater = gatherHeardLater(machines);
 
   const read = () =>
-    Promise.race([readHeard(source, heard.heardUntilMs, follower && (() => follower!.upTo())), timeout(HEARING_READ_TIMEOUT_MS)])
+    Promise.race([readHeard(source, heard.writtenUntilMs, follower && (() => follower!.upTo())), timeout(HEARING_READ_TIMEOUT_MS)])
       .then((read) => {
         heard = { ...read, deaf: deaf.now(), machines };
-        if (failing) source.logger?.info({ pending: read.pending }, 'the news stream answers again: judging states at what is written');
+        if (failing) source.logger?.info({ pending: read.pending }, 'the news stream answers again: judging states at what is heard');
         failing = false;
         for (const listener of listeners) listener(heard);
         return heard;
@@ -259,7 +266,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
     machines,
     owed,
     refresh,
-    lagMs: () => (heard.pending === 0 && !failing ? 0 : Math.max(0, Date.now() - heard.heardUntilMs)),
+    lagMs: () => (heard.pending === 0 && !failing ? 0 : Math.max(0, Date.now() - Math.min(heard.heardUntilMs, heard.writtenUntilMs))),
     shown: deaf.shown,
     onRead(listener) {
       listeners.add(listener);

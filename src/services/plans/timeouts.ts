@@ -22,7 +22,7 @@ export interface ApplyTimeoutMesh {
   config: { bounds: { applySeconds: number } };
   leases: Pick<Leases, 'isServing'>;
   /** The instant up to which every report is written, and the spans this replica could not hear (src/services/news/hearing.ts). */
-  hearing: { current(): { heardUntilMs: number; deaf: readonly DeafSpan[] } };
+  hearing: { current(): { writtenUntilMs: number; deaf: readonly DeafSpan[] } };
 }
 
 /**
@@ -61,7 +61,7 @@ export const applySweepEveryMs = (applySeconds: number): number =>
 export async function sweepApplyTimeouts(mesh: ApplyTimeoutMesh, now = new Date()): Promise<string[]> {
   const seconds = mesh.config.bounds.applySeconds;
   const heard = mesh.hearing.current();
-  const atMs = Math.min(now.getTime(), heard.heardUntilMs);
+  const atMs = Math.min(now.getTime(), heard.writtenUntilMs);
   const cutoff = new Date(applyCutoffMs(atMs, seconds * 1000, heard.deaf));
   const detail = `no report within ${seconds} s`;
   const stopped = await mesh.db.transaction().execute(async (tx) => {

@@ -58,7 +58,7 @@ export interface RepeatedCauseStatus {
 }
 
 /**
- * A gateway whose news is written to more than this far behind its composition
+ * A gateway whose news is heard to more than this far behind its composition
  * (`composedAt − heardUntil`) is shown "behind by N s" by the dashboard and `meshctl status`
  * (docs/status.md, "Behind"): the mesh as it was N s ago, not machines going LATE.
  */

@@ -39,9 +39,9 @@ test('an outage longer than the apply time-out: applies sent during it, or just 
   await nats.start();
   const backAt = Date.now();
 
-  // A sweep once the news is heard past the outage: by the clock both applies are past their
+  // A sweep once the news is written past the outage: by the clock both applies are past their
   // time-out, by what could be heard well under it.
-  await eventually(() => gw.mesh.hearing.current().heardUntilMs > backAt, 'the news heard past the outage');
+  await eventually(() => gw.mesh.hearing.current().writtenUntilMs > backAt, 'the news written past the outage');
   const swept = await sweepApplyTimeouts(gw.mesh);
   expect(swept).not.toContain(before.id);
   expect(swept).not.toContain(during.id);

@@ -86,7 +86,7 @@ test('only the replica holding the serving lease sweeps timed-out applies', asyn
       },
     },
     // Every report heard up to now, nothing deaf: this test is about the lease, not the heard instant.
-    hearing: { current: () => ({ heardUntilMs: Date.now(), deaf: [] }) },
+    hearing: { current: () => ({ heardUntilMs: Date.now(), writtenUntilMs: Date.now(), deaf: [] }) },
   });
   try {
     await anOpenPlanSentAt(store.db, 'plan-old', new Date(Date.now() - 3_600_000));
@@ -104,24 +104,25 @@ test('only the replica holding the serving lease sweeps timed-out applies', asyn
   }
 });
 
-test('an apply is judged at the instant reports are written up to, not the clock: while the news is written only to before its deadline it does not time out', async () => {
+test('an apply is judged at the instant reports are written up to, not the clock nor what is heard: while the news is written only to before its deadline it does not time out', async () => {
   const store = await freshStore('plans_sweep_heard');
   try {
     const sentAt = new Date(Date.now() - 3_600_000);
     await anOpenPlanSentAt(store.db, 'plan-behind', sentAt);
-    let heardUntilMs = sentAt.getTime() + 30_000;
+    let writtenUntilMs = sentAt.getTime() + 30_000;
     const mesh = {
       db: store.db,
       logger: pino({ level: 'silent' }),
       events: new MeshEvents(),
       config: { bounds: { applySeconds: 60 } },
       leases: { isServing: () => true },
-      hearing: { current: () => ({ heardUntilMs, deaf: [] }) },
+      // Heard up to now (the follower read every beat), written only up to 30 s after it was sent.
+      hearing: { current: () => ({ heardUntilMs: Date.now(), writtenUntilMs, deaf: [] }) },
     };
-    // An hour after it was sent by the clock, but reports are written only up to 30 s after: its report may be among the rest.
+    // An hour after it was sent by the clock and by what is heard, but reports are written only up to 30 s after: its report may be among the rest.
     expect(await sweepApplyTimeouts(mesh)).toEqual([]);
     expect(await stateOf(store.db, 'plan-behind')).toBe('OPEN');
-    heardUntilMs = sentAt.getTime() + 61_000;
+    writtenUntilMs = sentAt.getTime() + 61_000;
     expect(await sweepApplyTimeouts(mesh)).toEqual(['plan-behind']);
     expect(await stateOf(store.db, 'plan-behind')).toBe('STOPPED');
   } finally {

@@ -60,7 +60,7 @@ export interface ComposeInput {
   /** The instant the composition is made; now when absent (a test composes two ways at one instant). */
   now?: Date;
   /**
-   * The instant news is written up to (src/services/news/hearing.ts), at which machines' states are
+   * The instant news is heard up to (src/services/news/hearing.ts), at which machines' states are
    * judged; `now` when absent (a gateway without a news stream, a test).
    */
   heardUntil?: Date;

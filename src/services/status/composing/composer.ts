@@ -33,7 +33,7 @@ export type ComposerMesh = CallsMesh &
     events: MeshEvents;
     status: StatusFeed;
     leases: ServingLease;
-    /** How far the news is written: states are judged at it. Absent (a test's mesh): judged at the wall clock. */
+    /** How far the news is heard: states are judged at it. Absent (a test's mesh): judged at the wall clock. */
     hearing?: Pick<NewsHearing, 'refresh' | 'onRead'> & Partial<Pick<NewsHearing, 'shown' | 'onHeard' | 'machines'>>;
   };
 
@@ -181,7 +181,7 @@ function oneComposition(mesh: ComposerMesh, c: Composing): Scheduled['compose'] 
     const trigger = asked.join(',');
     const taken: Step = step.take();
     let seq = 0;
-    // The watermark is read before the store: every row read after it holds the news written up to it.
+    // The watermark is read before the store: memory holds every beat up to it, and the rows read after it what is written.
     return Promise.all([lastSeqKept(mesh), mesh.hearing?.refresh()])
       .then(([kept, heard]) => {
         seq = Math.max(stats.lastSeq, feed.current()?.seq ?? 0, kept) + 1;

@@ -3,7 +3,7 @@ import type { NewsHearing } from '../../news/hearing.js';
 import type { Composition } from '../composition.js';
 import { COMPOSE_EVERY_MS } from './scheduler.js';
 
-/** While the news written is behind a machine's crossing that the clock has passed, the watermark is read this often. */
+/** While the news heard is behind a machine's crossing that the clock has passed, the watermark is read this often. */
 export const CROSSING_RECHECK_MS = 100;
 
 /** A state boundary is asked for this long after it is crossed, so the composition sees the machine past it. */
@@ -36,7 +36,7 @@ type CrossingHearing = Pick<NewsHearing, 'refresh' | 'onRead'>;
 /**
  * A machine turns LATE or SILENT with time, not news: compose when the earliest one crosses
  * (found while composing: a pass over 100,000 machines' ISO instants here costs ~200 ms). The
- * crossing is a heard instant: when the wall clock has passed it but the news written has not
+ * crossing is a heard instant: when the wall clock has passed it but the news heard has not
  * (this gateway is behind), the composition waits for the watermark to pass it, not the clock.
  * `hearing` absent (a test's mesh): states are judged at the wall clock.
  */
