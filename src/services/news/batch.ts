@@ -96,12 +96,12 @@ function hearBeats(mesh: IngestMesh, beats: readonly Heartbeat[], stored: Readon
 /**
  * Takes a batch's heartbeats in (issue 37): compared with the store in one statement that writes
  * nothing, the beats of machines whose latest beat changes what is stored (new, another site, other
- * modules or claims) are written (`recordHeartbeats`); every other beat is noted in memory and owed
- * to the checkpoint. A beat older than the last heard changes nothing. Returns the late gaps and
- * the machines written.
+ * modules or claims) are written (`recordHeartbeats`); every other beat is noted in memory and
+ * returned, owed to the checkpoint once the whole batch is written. A beat older than the last
+ * heard changes nothing. Returns the late gaps, the machines written and the beats owed.
  */
-async function takeBeats(mesh: IngestMesh, batch: readonly Heartbeat[]): Promise<{ gaps: Duration[]; written: string[] }> {
-  if (batch.length === 0) return { gaps: [], written: [] };
+async function takeBeats(mesh: IngestMesh, batch: readonly Heartbeat[]): Promise<{ gaps: Duration[]; written: string[]; owed: Heartbeat[] }> {
+  if (batch.length === 0) return { gaps: [], written: [], owed: [] };
   const beats = withoutControllerClaims(batch, mesh);
   const latest = new Map<string, Heartbeat>();
   for (const beat of beats) if (beat.at.getTime() >= (latest.get(beat.machine)?.at.getTime() ?? Number.NEGATIVE_INFINITY)) latest.set(beat.machine, beat);
@@ -118,8 +118,8 @@ async function takeBeats(mesh: IngestMesh, batch: readonly Heartbeat[]): Promise
   const written = beats.filter((b) => changing.has(b.machine));
   for (const chunk of chunked(written)) await retryOnce(() => recordHeartbeats(mesh.db, chunk));
   const recorded = hearBeats(mesh, beats, stored);
-  for (const beat of beats) if (!changing.has(beat.machine)) mesh.hearing.owed.owe(beat.machine, beat.at.getTime());
-  return { gaps: heartbeatGaps(recorded, mesh.config.heartbeatSeconds, mesh.leases.continuousSince()), written: [...changing] };
+  const owed = beats.filter((b) => !changing.has(b.machine));
+  return { gaps: heartbeatGaps(recorded, mesh.config.heartbeatSeconds, mesh.leases.continuousSince()), written: [...changing], owed };
 }
 
 /**
@@ -137,13 +137,16 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
     else if (news.type === 'report') reports.push(news.report);
     else builds.push(news.build);
   }
-  const { gaps: durations, written } = await takeBeats(mesh, beats);
+  const { gaps: durations, written, owed } = await takeBeats(mesh, beats);
   if (builds.length) durations.push(...(await retryOnce(() => recordBuildNews(mesh.db, builds))));
   await recordDurations(mesh.db, durations);
   if (reports.length) {
     const applied = await retryOnce(() => applyReports(mesh, reports));
     if (applied.unmatched) mesh.logger.info({ unmatched: applied.unmatched }, 'reports matching no apply sent were ignored');
   }
+  // Owed to the checkpoint only once the whole batch is written: a batch handed back half-way (the
+  // store gone) is delivered again, and its beats owed twice would be counted twice.
+  for (const beat of owed) mesh.hearing.owed.owe(beat.machine, beat.at.getTime());
   if (written.length || reports.length) mesh.events.emit('news', 'machine', written);
   if (builds.length) mesh.events.emit('news', 'build');
 }
