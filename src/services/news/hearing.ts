@@ -248,7 +248,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
       })
       .catch((err) => {
         if (!failing && !stopped)
-          source.logger?.warn({ err: String(err) }, 'how far the news is written could not be read: states stay judged at the last instant known');
+          source.logger?.warn({ err: String(err) }, 'how far the news is heard and written could not be read: states stay judged at the last instant known');
         failing = true;
         return heard;
       });
