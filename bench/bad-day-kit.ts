@@ -181,10 +181,16 @@ export class ReplicaUse {
   }
 }
 
-/** How long after `since` (Date.now()) a replica other than `except` logs that it serves, in ms; undefined past `timeoutMs`. */
-export async function anotherServes(gateways: readonly ChildGateway[], except: ChildGateway, since: number, timeoutMs: number): Promise<number | undefined> {
+/** How long after `since` (Date.now()) a replica other than `except` (of the list, or of the function's list at each look) logs that it serves, in ms; undefined past `timeoutMs`. */
+export async function anotherServes(
+  gateways: readonly ChildGateway[] | (() => readonly ChildGateway[]),
+  except: ChildGateway,
+  since: number,
+  timeoutMs: number,
+): Promise<number | undefined> {
+  const now = typeof gateways === 'function' ? gateways : () => gateways;
   while (Date.now() - since < timeoutMs) {
-    if (gateways.some((g) => g !== except && serving(g))) return Date.now() - since;
+    if (now().some((g) => g !== except && serving(g))) return Date.now() - since;
     await sleep(50);
   }
   return undefined;

@@ -1,4 +1,6 @@
+import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { type ChildGateway, spawnGateway } from '../test/fixtures/child.js';
@@ -46,6 +48,8 @@ const SILENT_MS = 6 * HEARTBEAT_S * 1000;
 const WARM_S = Number(process.env.BENCH_WARM_S ?? Math.round(Math.max(180, 3 * HEARTBEAT_S + MACHINES / 1_500)));
 /** All machines beating, no fault: the window PostgreSQL's rows a second and the CPU per beat are measured over. */
 const STEADY_S = Number(process.env.BENCH_STEADY_S ?? 60);
+/** A folder to write each replica's log to at the end (as `bench badday`): what a replica said while it fell behind. */
+const LOGS = process.env.BENCH_LOGS;
 /**
  * After the stopped machines stop, as `bench badday` at a 10 s beat: the kill just after their
  * LATE boundary, the freeze over their SILENT boundary, the NATS restart, the end.
@@ -254,6 +258,13 @@ export async function run(): Promise<string> {
   let replacementStartS: number | undefined;
   /** The progress line's read of the counters, while under way: awaited before the database is dropped. */
   let marking: Promise<Mark> | undefined;
+  /** Every replica started, the killed one and the replacement too: their logs are written at the end (BENCH_LOGS). */
+  const spawned: ChildGateway[] = [];
+  const spawnKept = async (...args: Parameters<typeof spawnGateway>) => {
+    const g = await spawnGateway(...args);
+    spawned.push(g);
+    return g;
+  };
   const addReplica = (g: ChildGateway) => {
     const r: Replica = { g, picture: new Picture(), frozen: false, ending: false, reading: false };
     replicas.push(r);
@@ -273,8 +284,8 @@ export async function run(): Promise<string> {
     };
   };
   try {
-    addReplica(await spawnGateway(env));
-    addReplica(await spawnGateway(env));
+    addReplica(await spawnKept(env));
+    addReplica(await spawnKept(env));
 
     // Every second: each live replica's picture sampled, its /metrics read (without waiting on a frozen one), its RSS and CPU.
     const reading = (async () => {
@@ -382,7 +393,7 @@ export async function run(): Promise<string> {
         const killedAt = Date.now();
         await killed.g.kill('SIGKILL');
         // The replacement re-reads the SILENT threshold of news before it serves: it is not waited for here.
-        replacement = spawnGateway(env, REPLACEMENT_START_MS).then(
+        replacement = spawnKept(env, REPLACEMENT_START_MS).then(
           (g) => {
             replacementStartS = (Date.now() - killedAt) / 1000;
             log(`the replacement ${g.replica} served ${replacementStartS.toFixed(1)} s after the SIGKILL`);
@@ -394,7 +405,8 @@ export async function run(): Promise<string> {
             return undefined;
           },
         );
-        takeoverMs = await anotherServes(gateways(), killed.g, killedAt, TAKEOVER_WAIT_MS);
+        // Whichever serves first, the survivor or the replacement once it has joined (at a small mesh it is ready within the lease's time).
+        takeoverMs = await anotherServes(gateways, killed.g, killedAt, TAKEOVER_WAIT_MS);
         log(`SIGKILL of the serving replica ${killed.g.replica}: another served after ${takeoverMs ?? `more than ${TAKEOVER_WAIT_MS}`} ms`);
       } else log('SIGKILL: no replica served, none killed');
 
@@ -508,6 +520,7 @@ export async function run(): Promise<string> {
       r.g.child.kill('SIGCONT');
       await r.g.kill('SIGKILL');
     }
+    if (LOGS) for (const g of spawned) writeFileSync(join(LOGS, `${g.replica}.log`), g.output());
     await world.end();
   }
 }
