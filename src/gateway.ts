@@ -37,7 +37,7 @@ import { startStatusFeed } from './services/status/live/feed.js';
 import { startStatusCounts } from './services/status/looking-back/counts.js';
 import { startLookBackIndex } from './services/status/looking-back/look-back-index.js';
 import { statusSeal } from './services/status/replicating/seal.js';
-import { isCrossedByAnother, openStore, type Store, waitForStore } from './store/db.js';
+import { isCrossedByAnother, openStore, STORE_IDLE_IN_TRANSACTION_MS, type Store, waitForStore } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 
 export interface Gateway {
@@ -97,6 +97,11 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       else logger.error({ err, sql }, 'SQL statement failed');
     },
     onConnectionError: (err) => logger.warn({ err: String(err) }, 'a connection to the store failed'),
+    onTransactionEndedIdle: () =>
+      logger.warn(
+        { idleMaxMs: STORE_IDLE_IN_TRANSACTION_MS },
+        'PostgreSQL ended a transaction this replica left idle between statements: the replica was frozen or starved of CPU (the store itself is up); what it wrote is tried again',
+      ),
   });
   const tokensWatch = watchTokensFile(access, logger);
   const natsUsersWatch = watchNatsUsersFile(natsUsers, logger);

@@ -10,6 +10,8 @@ export const SQLSTATE = {
   deadlockDetected: '40P01',
   /** A transaction could not be serialized with another. */
   serializationFailure: '40001',
+  /** PostgreSQL ended a session whose transaction was left idle past `idle_in_transaction_session_timeout`. */
+  idleInTransactionTimeout: '25P03',
   adminShutdown: '57P01',
   crashShutdown: '57P02',
   /** The server is starting or stopping. */

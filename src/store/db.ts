@@ -44,6 +44,13 @@ export interface StoreOptions {
    * Without a listener node-postgres emits an unhandled 'error' event, which ends the process.
    */
   onConnectionError?: (error: unknown) => void;
+  /**
+   * Called when PostgreSQL ends a transaction of this process left idle past
+   * STORE_IDLE_IN_TRANSACTION_MS: this process was frozen, or too starved of CPU to send the next
+   * statement. The statement that next uses the connection fails as if the store were gone; this
+   * says the store was not.
+   */
+  onTransactionEndedIdle?: (error: unknown) => void;
 }
 
 // Postgres returns bigint and numeric as strings by default; counts and sums here fit a double.
@@ -90,8 +97,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     });
     pool.on('error', (error) => options.onConnectionError?.(error));
     // A connection checked out (between two statements of a transaction) has no pool listener: its
-    // failure would be unhandled too. The statement that next uses it fails and says so instead.
-    pool.on('connect', (client) => client.on('error', () => undefined));
+    // failure would be unhandled too. The statement that next uses it fails and says so instead,
+    // except that it cannot say the transaction was ended idle: that is told here.
+    pool.on('connect', (client) =>
+      client.on('error', (error) => {
+        if (sqlStateOf(error) === SQLSTATE.idleInTransactionTimeout) options.onTransactionEndedIdle?.(error);
+      }),
+    );
     return new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
   }
   const dir = join(options.dataDir, 'pg');
