@@ -121,6 +121,9 @@ async function putHandAct(mesh: OutboxMesh, row: OutboxRow): Promise<void> {
   );
 }
 
+/** Puts one outbox row in its bucket, by its id, seen once however often it is put. */
+const putRecord = (mesh: OutboxMesh, row: OutboxRow): Promise<void> => (row.bucket === 'handActs' ? putHandAct(mesh, row) : putRelayedCall(mesh, row.body));
+
 /**
  * One pass: claims up to RELAY_BATCH rows nobody holds (of `ids` when given), oldest first, puts
  * each, and deletes those put. Stops at the first put that fails (NATS away) and frees the rest, so
@@ -139,8 +142,7 @@ async function relayRecords(mesh: OutboxMesh, ids?: readonly string[]): Promise<
   const done: string[] = [];
   try {
     for (const row of rows) {
-      if (row.bucket === 'handActs') await putHandAct(mesh, row);
-      else await putRelayedCall(mesh, row.body);
+      await putRecord(mesh, row);
       done.push(row.seq);
     }
   } finally {
@@ -170,11 +172,8 @@ export async function relayRecordsOfCalls(mesh: OutboxMesh, callIds: readonly st
   const done: string[] = [];
   try {
     for (const row of found.rows) {
-      if (row.bucket === 'handActs') await putHandAct(mesh, row);
-      else {
-        await putRelayedCall(mesh, row.body);
-        ended.add(row.id);
-      }
+      await putRecord(mesh, row);
+      if (row.bucket === 'calls') ended.add(row.id);
       done.push(row.seq);
     }
   } finally {
