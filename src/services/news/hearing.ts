@@ -95,9 +95,11 @@ const timeout = (ms: number) =>
   });
 
 /**
- * Reads the watermark once. The instant is taken before the consumer is asked, so it is never past
- * what the answer covers: caught up (nothing pending), news stored before it is written; else the
- * stream time of the oldest message not acknowledged (the one after the ack floor) bounds it.
+ * Reads both watermarks once. The instant is taken before the consumer is asked, so it is never
+ * past what the answer covers. Written: caught up (nothing pending), news stored before it is
+ * written; else the stream time of the oldest message not acknowledged (the one after the ack
+ * floor) bounds it. Heard: the follower has read the stream's last message, that instant; else the
+ * stream time of the last message it read.
  */
 async function readHeard(source: HearingSource, previousWrittenMs: number, followed?: () => FollowedUpTo): Promise<Omit<Heard, 'deaf' | 'machines'>> {
   const askedAt = Date.now();
