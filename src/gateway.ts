@@ -24,6 +24,7 @@ import type { Mesh } from './services/mesh.js';
 import { startNewsHearing } from './services/news/hearing.js';
 import { hearingReplayMs } from './services/news/hearing-follower.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
+import { newsWrittenThrough } from './services/news/partitions.js';
 import { startRecordRelay } from './services/outbox/outbox.js';
 import { startPlanChanges } from './services/plans/changes.js';
 import { startApplyResends } from './services/plans/resends.js';
@@ -160,12 +161,13 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       sealing,
     });
     stops.push(() => status.stop());
-    const newsStream = await ensureNewsStream(bus.js, bus.jsm, config.controller, config.subjects, logger, config.kvReplicas, config.streamBytes.news);
+    const newsStream = await ensureNewsStream(bus.jsm, config.controller, config.subjects, logger, config.kvReplicas, config.streamBytes.news);
     const hearing = startNewsHearing({
       jsm: bus.jsm,
       nc: bus.nc,
       stream: newsStream.stream,
       logger,
+      writtenThrough: () => newsWrittenThrough(db),
       follow: { js: bus.js, root: config.subjects, replayMs: hearingReplayMs(config.heartbeatSeconds) },
       checkpointMs: config.checkpointSeconds * 1000,
     });
@@ -199,7 +201,7 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
     const responder = startResponder(mesh, natsUsers);
     stops.push(() => responder.stop());
     const pruning = startDurationPruning(mesh);
-    const news = startNewsIngest(mesh, newsStream.consumer);
+    const news = startNewsIngest(mesh, { js: bus.js, jsm: bus.jsm, stream: newsStream.stream, hearing });
     // Composing only once the stream is read: the first composition is then a delta from the last.
     await status.caughtUp();
     // Able to compose now (hearing rebuilt, status read): only now does this replica contend to serve.

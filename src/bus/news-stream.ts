@@ -1,15 +1,4 @@
-import {
-  AckPolicy,
-  type Consumer,
-  type ConsumerConfig,
-  DeliverPolicy,
-  DiscardPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  RetentionPolicy,
-  StorageType,
-  type StreamConfig,
-} from '@nats-io/jetstream';
+import { DiscardPolicy, type JetStreamManager, RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { replicasRefusal, updateStream } from './buckets.js';
 import { storageRefusal } from './storage.js';
@@ -23,21 +12,10 @@ export const NEWS_STREAM_MAX_BYTES = 1024 * 1024 * 1024;
 /** ...and none older than a day: news older than that describes a mesh that no longer is. */
 export const NEWS_STREAM_MAX_AGE_MS = 24 * 3600 * 1000;
 /**
- * A message delivered to a replica and not acknowledged within this long is delivered again (to
- * any replica): short, so that the news a replica held when it died or froze is written by another
- * within seconds (until then it holds the watermark back: docs/status.md). A replica still writing
- * a message tells the stream so (`working`) every NEWS_WORKING_EVERY_MS, however long its write takes.
+ * The durable consumer gateways before issue 37's partitions pulled from. No longer made: a
+ * partition never written starts where it had acknowledged, when it is there (an upgrade).
  */
-export const NEWS_ACK_WAIT_MS = 3_000;
-/** A replica holding a message unwritten tells the stream it is working on it this often (a third of NEWS_ACK_WAIT_MS). */
-export const NEWS_WORKING_EVERY_MS = 1_000;
-/**
- * At most this many messages are delivered and not yet acknowledged, over all replicas: the
- * memory news in flight may take (as NEWS_PENDING_MAX was), the server holds the rest.
- */
-export const NEWS_ACK_PENDING_MAX = 200_000;
-/** The one durable consumer every replica pulls from, so each message is written by one replica. */
-export const NEWS_CONSUMER = 'ingest';
+export const NEWS_LEGACY_CONSUMER = 'ingest';
 
 const NANOS_PER_MS = 1_000_000;
 
@@ -54,24 +32,18 @@ export const newsStreamLimits = (replicas = 1, maxBytes = NEWS_STREAM_MAX_BYTES)
   num_replicas: replicas,
 });
 
-type ConsumerLimits = Pick<ConsumerConfig, 'ack_wait' | 'max_ack_pending'>;
-
-const consumerLimits = (): ConsumerLimits => ({ ack_wait: NEWS_ACK_WAIT_MS * NANOS_PER_MS, max_ack_pending: NEWS_ACK_PENDING_MAX });
-
 /**
- * Ensures the controller's news stream (file storage, limits retention, `newsStreamLimits`) and its
- * durable pull consumer NEWS_CONSUMER (explicit acks) exist, updating limits that differ; returns
- * the consumer. Throws when NATS refuses.
+ * Ensures the controller's news stream exists (file storage, limits retention, `newsStreamLimits`),
+ * updating limits that differ; returns its name. Throws when NATS refuses.
  */
 export async function ensureNewsStream(
-  js: JetStreamClient,
   jsm: JetStreamManager,
   controller: string,
   root: string,
   logger?: Logger,
   replicas = 1,
   maxBytes = NEWS_STREAM_MAX_BYTES,
-): Promise<{ stream: string; consumer: Consumer }> {
+): Promise<{ stream: string }> {
   const stream = newsStreamName(controller);
   const limits = newsStreamLimits(replicas, maxBytes);
   const reservation = { stream, variable: 'MESH_NEWS_MAX_BYTES', maxBytes, replicas };
@@ -100,17 +72,5 @@ export async function ensureNewsStream(
       logger?.info({ stream, changed: Object.keys(diff) }, 'news stream limits updated');
     }
   }
-  const want = consumerLimits();
-  const existing = await jsm.consumers.info(stream, NEWS_CONSUMER).catch((error: Error) => {
-    if (/consumer not found/i.test(error.message)) return undefined;
-    throw error;
-  });
-  if (!existing) {
-    await jsm.consumers.add(stream, { durable_name: NEWS_CONSUMER, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ...want });
-  } else {
-    const diff: Partial<ConsumerLimits> = {};
-    for (const [key, value] of Object.entries(want) as [keyof ConsumerLimits, never][]) if (existing.config[key] !== value) diff[key] = value;
-    if (Object.keys(diff).length) await jsm.consumers.update(stream, NEWS_CONSUMER, diff);
-  }
-  return { stream, consumer: await js.consumers.get(stream, NEWS_CONSUMER) };
+  return { stream };
 }

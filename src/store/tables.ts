@@ -15,6 +15,7 @@ export interface DB {
   plan: PlanTable;
   plan_apply: PlanApplyTable;
   build: BuildTable;
+  news_partition: NewsPartitionTable;
 }
 
 interface MachineTable {
@@ -111,6 +112,13 @@ interface BuildTable {
   state: string;
   started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+/** Who writes each partition of the news, and up to which stream sequence it is written (migrations/0009). */
+interface NewsPartitionTable {
+  partition: number;
+  owner: string | null;
+  written_seq: ColumnType<string | null, number | null | undefined, number | null>;
 }
 
 export type SeatRow = Selectable<SeatTable>;

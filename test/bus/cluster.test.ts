@@ -1,4 +1,4 @@
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -105,11 +105,11 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3', () => {
     const streams = [...Object.values(bucketNames(other)).map(streamOf), newsStreamName(other)];
     try {
       await ensureBuckets(nc, jsm, other, undefined, 1);
-      await ensureNewsStream(jetstream(nc), jsm, other, uniqueName('mesh_scale'), undefined, 1);
+      await ensureNewsStream(jsm, other, uniqueName('mesh_scale'), undefined, 1);
       for (const name of streams) expect((await jsm.streams.info(name)).config.num_replicas, name).toBe(1);
       const buckets = await ensureBuckets(nc, jsm, other, undefined, 3);
       await buckets.calls.put('kept', '{"across":"the move"}');
-      await ensureNewsStream(jetstream(nc), jsm, other, uniqueName('mesh_scale'), undefined, 3);
+      await ensureNewsStream(jsm, other, uniqueName('mesh_scale'), undefined, 3);
       for (const name of streams) expect((await jsm.streams.info(name)).config.num_replicas, name).toBe(3);
       expect((await buckets.calls.get('kept'))?.json()).toEqual({ across: 'the move' });
     } finally {

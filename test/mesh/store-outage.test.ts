@@ -51,12 +51,12 @@ test('with the store stopped the gateway stays up: reads and mutations answer UN
   expect(failed).toMatchObject({ state: 'FAILED', errorCode: 'UNAVAILABLE', error: 'the store is unavailable: nothing was done' });
 
   // News keeps coming and the minute goes by; the status keeps answering from memory.
-  // The marker: the gateway tried to write the news and handed it back to the stream (logged).
+  // The marker: the gateway tried to write the news and left it in the stream, to read again (logged).
   const handedBack = () =>
     gw
       .output()
       .split('\n')
-      .filter((l) => l.includes('news is kept in the stream and tried again')).length;
+      .filter((l) => l.includes('news is kept in the stream and read again')).length;
   const handedBackBefore = handedBack();
   agent.heartbeat(env.subjects, 'out-1', { modules: ['broker'] });
   await eventually(() => handedBack() > handedBackBefore, 'the news handed back to the stream', 20_000);

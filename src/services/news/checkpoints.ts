@@ -1,16 +1,13 @@
 import type { Logger } from 'pino';
+import { fnv1a } from '../../kernel/fnv.js';
 import type { Store } from '../../store/db.js';
 import { type Checkpoint, writeCheckpoints } from '../machines/changes.js';
 
 /** The checkpoint writer wakes this often and writes the machines whose turn came since it last woke. */
 const CHECKPOINT_TICK_MS = 1_000;
 
-/** A name's place in the period: FNV-1a of its code units, so each machine keeps its own second. */
-function slotOf(name: string, slots: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
-  return (hash >>> 0) % slots;
-}
+/** A name's place in the period, so each machine keeps its own second. */
+const slotOf = (name: string, slots: number): number => fnv1a(name) % slots;
 
 /**
  * What this replica's ingest owes the store (issue 37): for each machine whose beats it took in and

@@ -2,7 +2,7 @@ import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClie
 import type { Logger } from 'pino';
 import { SILENT_AFTER_INTERVALS } from '../machines/machines.js';
 import type { HeardMachines } from './heard-machines.js';
-import { judgeNews } from './wire.js';
+import { judgeNews, type News } from './wire.js';
 
 /** A start re-reads the SILENT threshold of news and this many expected beats more. */
 const REPLAY_MARGIN_INTERVALS = 1;
@@ -22,6 +22,11 @@ export interface FollowSource {
   /** A start re-reads the news stored this long before it (the SILENT threshold and a beat more). */
   replayMs: number;
   logger?: Logger;
+  /**
+   * Told of every message read once the start's re-read is over, in stream order, with its news when
+   * the follower judged it (a machine's): the ingest writes its partitions' news from here (issue 37).
+   */
+  onRead?: (msg: JsMsg, news: News | undefined) => void;
 }
 
 /** The follower asks for this many messages at a time (the client's default is 100: too few for a replay of thousands a second). */
@@ -121,13 +126,13 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
     for await (const msg of from) {
       const storedMs = msg.info.timestampNanos / 1e6;
       // Older than the window (a last message of long ago): that machine is SILENT whatever it said.
-      if (storedMs >= fromMs && msg.subject.startsWith(machineSubjects) && !noteBeat(source.root, heard, msg) && replaying)
-        hidden.set(msg.subject.slice(machineSubjects.length), { seq: msg.seq, storedMs });
+      const news = storedMs >= fromMs && msg.subject.startsWith(machineSubjects) ? noteBeat(source.root, heard, msg) : undefined;
+      if (news && news.type !== 'heartbeat' && replaying) hidden.set(msg.subject.slice(machineSubjects.length), { seq: msg.seq, storedMs });
       following.upTo = { seq: msg.seq, storedMs };
       if (replaying) {
         lastOfEach++;
         if (msg.seq >= target) replayed();
-      }
+      } else source.onRead?.(msg, news);
     }
   };
   followAgainWhenEnded(source, following, { open, read, fromMs }).catch((err) => source.logger?.error({ err }, 'following the news stream for hearing failed'));
@@ -147,14 +152,13 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
   };
 }
 
-/** Notes a machine's message in `heard` when it is a heartbeat, heard when the stream stored it; returns whether it was one. */
-function noteBeat(root: string, heard: HeardMachines, msg: Pick<JsMsg, 'subject' | 'data' | 'info'>): boolean {
+/** Judges a machine's message, heard when the stream stored it, and notes it in `heard` when it is a heartbeat; returns the news. */
+function noteBeat(root: string, heard: HeardMachines, msg: Pick<JsMsg, 'subject' | 'data' | 'info'>): News {
   const storedMs = msg.info.timestampNanos / 1e6;
   const heardAt = new Date(Math.min(Date.now(), storedMs));
   const news = judgeNews(root, msg.subject, msg.data, heardAt);
-  if (news.type !== 'heartbeat') return false;
-  heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
-  return true;
+  if (news.type === 'heartbeat') heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
+  return news;
 }
 
 /**

@@ -1,11 +1,11 @@
-import type { JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { NEWS_CONSUMER } from '../../bus/news-stream.js';
 import type { DeafSpan } from '../machines/machines.js';
 import { CheckpointsOwed } from './checkpoints.js';
 import { HeardMachines } from './heard-machines.js';
 import { type FollowedUpTo, type FollowSource, followHearing, type HearingFollower } from './hearing-follower.js';
+import type { News } from './wire.js';
 
 /** Machines heard later are gathered this long into one call of each `onHeard` listener. */
 export const HEARD_GATHER_MS = 10;
@@ -21,9 +21,9 @@ export const HEARING_READ_TIMEOUT_MS = 2_000;
 
 /**
  * How far the mesh's news is heard and written. Heard: with the follower, how far this replica has
- * read the news stream, every beat before it noted in memory. Written: read off the news stream's
- * one consumer, everything stored before the oldest message not yet acknowledged (a message is
- * acknowledged only once its batch is written, whichever replica wrote it).
+ * read the news stream, every beat before it noted in memory. Written: from the store, the lowest
+ * of the partitions' marks (`newsWrittenThrough`): everything stored before the message after it
+ * is written, whichever replica wrote it.
  */
 interface Heard {
   /**
@@ -33,7 +33,7 @@ interface Heard {
   heardUntilMs: number;
   /** News stored before this instant is written: reports count once written, so the apply time-out is judged here. */
   writtenUntilMs: number;
-  /** Messages stored and not yet written: not yet delivered, or delivered and not acknowledged. */
+  /** Messages stored and not yet written, or not yet heard by this replica (the larger). */
   pending: number;
   /** When this was read (this replica's clock). */
   readAtMs: number;
@@ -57,6 +57,13 @@ export interface NewsHearing {
   /** Called after each read with the watermark. Returns the unsubscribe. */
   onRead(listener: (heard: Heard) => void): () => void;
   /**
+   * Called with every message the follower reads once its start's re-read is over, in stream order,
+   * with its news when the follower judged it: the ingest writes its partitions from here. Returns the unsubscribe.
+   */
+  onNewsRead(listener: (msg: JsMsg, news: News | undefined) => void): () => void;
+  /** How far the follower has read the stream; undefined before it has caught up with its start (or without one). */
+  followedUpTo(): FollowedUpTo | undefined;
+  /**
    * Called with the machines whose last-heard moved later in memory (the follower's beats and the
    * ingest's), gathered HEARD_GATHER_MS: the composer judges them again from memory, with no read
    * of the store (a beat that changes nothing stored is news only of the instant). With `wanted`,
@@ -72,13 +79,15 @@ export interface NewsHearing {
   stop(): void;
 }
 
-/** What the watermark is read from: the news stream and its consumer. */
+/** What the watermarks are read from: the news stream, and the store's marks of what is written. */
 export interface HearingSource {
-  jsm: Pick<JetStreamManager, 'consumers' | 'streams'>;
+  jsm: Pick<JetStreamManager, 'streams'>;
   /** The connection whose losses are deaf spans; absent, none are kept. */
   nc?: Pick<NatsConnection, 'status'>;
   stream: string;
   logger?: Logger;
+  /** The stream sequence up to which every partition of the news is written (`newsWrittenThrough`); absent, news heard counts as written. */
+  writtenThrough?: () => Promise<number | undefined>;
   /**
    * Follow the stream for hearing (`followHearing`): every beat noted in memory and the watermark
    * never past what is read. Absent (a test's source), memory holds what this replica's ingest wrote.
@@ -95,42 +104,38 @@ const timeout = (ms: number) =>
   });
 
 /**
- * Reads both watermarks once. The instant is taken before the consumer is asked, so it is never
- * past what the answer covers. Written: caught up (nothing pending), news stored before it is
- * written; else the stream time of the oldest message not acknowledged (the one after the ack
- * floor) bounds it. Heard: the follower has read the stream's last message, that instant; else the
- * stream time of the last message it read.
+ * Reads both watermarks once. The instant is taken before the stream is asked, so it is never past
+ * what the answer covers. Heard: the follower has read the stream's last message, that instant;
+ * else the stream time of the last message it read (without a follower, the instant asked).
+ * Written: every partition written up to the stream's last message, that instant; else the stream
+ * time of the first message not written bounds it; the store not answering, the last known stands.
  */
-async function readHeard(source: HearingSource, previousWrittenMs: number, followed?: () => FollowedUpTo): Promise<Omit<Heard, 'deaf' | 'machines'>> {
+async function readHeard(
+  source: HearingSource,
+  previous: Pick<Heard, 'writtenUntilMs' | 'pending'>,
+  followed?: () => FollowedUpTo,
+): Promise<Omit<Heard, 'deaf' | 'machines'>> {
   const askedAt = Date.now();
-  const info = await source.jsm.consumers.info(source.stream, NEWS_CONSUMER);
-  const written = await writtenUntil(source, info, askedAt, previousWrittenMs);
-  if (!followed) return { heardUntilMs: written.writtenUntilMs, ...written, readAtMs: Date.now() };
-  // The stream's last sequence when asked: what the shared consumer delivered and what it has not.
-  const behind = Math.max(0, info.delivered.stream_seq + info.num_pending - followed().seq);
-  const readUntilMs = behind === 0 ? askedAt : followed().storedMs - 1;
-  return { heardUntilMs: readUntilMs, writtenUntilMs: written.writtenUntilMs, pending: written.pending + behind, readAtMs: Date.now() };
+  const lastSeq = (await source.jsm.streams.info(source.stream)).state.last_seq;
+  const behind = followed ? Math.max(0, lastSeq - followed().seq) : 0;
+  const heardUntilMs = !followed || behind === 0 ? askedAt : followed().storedMs - 1;
+  const writtenSeq = source.writtenThrough ? await source.writtenThrough().catch(() => undefined) : lastSeq;
+  if (writtenSeq === undefined)
+    return { heardUntilMs, writtenUntilMs: previous.writtenUntilMs, pending: Math.max(previous.pending, behind), readAtMs: Date.now() };
+  const unwritten = Math.max(0, lastSeq - writtenSeq);
+  const writtenUntilMs = unwritten === 0 ? askedAt : await storedBefore(source, writtenSeq + 1, previous.writtenUntilMs);
+  return { heardUntilMs, writtenUntilMs: Math.min(askedAt, writtenUntilMs), pending: Math.max(unwritten, behind), readAtMs: Date.now() };
 }
 
-/** How far the news is written: caught up, up to `askedAt`; else up to the oldest message not acknowledged. */
-async function writtenUntil(
-  source: HearingSource,
-  info: Awaited<ReturnType<HearingSource['jsm']['consumers']['info']>>,
-  askedAt: number,
-  previousMs: number,
-): Promise<{ writtenUntilMs: number; pending: number }> {
-  const pending = info.num_pending + info.num_ack_pending;
-  if (pending === 0) return { writtenUntilMs: askedAt, pending };
-  const oldest = info.ack_floor.stream_seq + 1;
-  let stored = await source.jsm.streams.getMessage(source.stream, { seq: oldest });
+/** Just before the stream stored message `seq` (the oldest kept, when the stream's limits removed it); `previousMs` when neither is found. */
+async function storedBefore(source: HearingSource, seq: number, previousMs: number): Promise<number> {
+  let stored = await source.jsm.streams.getMessage(source.stream, { seq }).catch(() => undefined);
   if (!stored) {
-    // The message after the floor was removed by the stream's limits: the oldest still kept stands for it.
     const first = (await source.jsm.streams.info(source.stream)).state.first_seq;
-    if (first > oldest) stored = await source.jsm.streams.getMessage(source.stream, { seq: first });
+    if (first > seq) stored = await source.jsm.streams.getMessage(source.stream, { seq: first }).catch(() => undefined);
   }
   // Nothing found to bound it: the instant known before stands, never one later.
-  const storedMs = stored ? Date.parse(stored.timestamp) - 1 : previousMs;
-  return { writtenUntilMs: Math.min(askedAt, storedMs), pending };
+  return stored ? Date.parse(stored.timestamp) - 1 : previousMs;
 }
 
 /**
@@ -195,11 +200,16 @@ const FOLLOW_RETRY_MS = 1_000;
  * Starts the hearing follower (`followHearing`), trying again until NATS answers; resolves once it
  * has read what the stream held when it started. Absent `follow`, resolves at once with none.
  */
-async function startFollowing(source: HearingSource, machines: HeardMachines, isStopped: () => boolean): Promise<HearingFollower | undefined> {
+async function startFollowing(
+  source: HearingSource,
+  machines: HeardMachines,
+  isStopped: () => boolean,
+  onRead: FollowSource['onRead'],
+): Promise<HearingFollower | undefined> {
   if (!source.follow) return undefined;
   for (;;) {
     try {
-      const follower = await followHearing({ ...source.follow, jsm: source.jsm, stream: source.stream, logger: source.logger }, machines);
+      const follower = await followHearing({ ...source.follow, jsm: source.jsm, stream: source.stream, logger: source.logger, onRead }, machines);
       await follower.caughtUp;
       return follower;
     } catch (err) {
@@ -215,9 +225,9 @@ async function startFollowing(source: HearingSource, machines: HeardMachines, is
  * HEARING_POLL_MS and whenever asked. With `source.follow`, states are judged at what this
  * replica's follower has read (its first read waits until the follower has re-read the stream's
  * recent window): every beat before it is in memory, so neither a replica writing alone nor one that
- * died holding unwritten news holds the states back. What is written, read off the one consumer
- * every replica shares, bounds what waits for the store: the apply time-out (reports count once
- * written), and the lag. Without a follower (a test's source) states are judged at what is written.
+ * died holding unwritten news holds the states back. What is written, the partitions' marks in the
+ * store (`source.writtenThrough`), bounds what waits for the store: the apply time-out (reports
+ * count once written), and the lag. Without a follower (a test's source) states are judged at what is written.
  */
 export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()): NewsHearing {
   const machines = new HeardMachines();
@@ -232,7 +242,11 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
   let failing = false;
   let stopped = false;
   let follower: HearingFollower | undefined;
-  const following = startFollowing(source, machines, () => stopped).then((f) => {
+  const newsReaders = new Set<(msg: JsMsg, news: News | undefined) => void>();
+  const onNewsRead = (msg: JsMsg, news: News | undefined) => {
+    for (const reader of newsReaders) reader(msg, news);
+  };
+  const following = startFollowing(source, machines, () => stopped, onNewsRead).then((f) => {
     follower = f;
     if (stopped) f?.stop();
   });
@@ -240,7 +254,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
   const heardLater = gatherHeardLater(machines);
 
   const read = () =>
-    Promise.race([readHeard(source, heard.writtenUntilMs, follower && (() => follower!.upTo())), timeout(HEARING_READ_TIMEOUT_MS)])
+    Promise.race([readHeard(source, heard, follower && (() => follower!.upTo())), timeout(HEARING_READ_TIMEOUT_MS)])
       .then((read) => {
         heard = { ...read, deaf: deaf.now(), machines };
         if (failing) source.logger?.info({ pending: read.pending }, 'the news stream answers again: judging states at what is heard');
@@ -275,6 +289,11 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
       return () => listeners.delete(listener);
     },
     onHeard: heardLater.listen,
+    onNewsRead(reader) {
+      newsReaders.add(reader);
+      return () => newsReaders.delete(reader);
+    },
+    followedUpTo: () => follower?.upTo(),
     stop() {
       stopped = true;
       heardLater.stop();
@@ -282,6 +301,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
       follower?.stop();
       deaf.stop();
       listeners.clear();
+      newsReaders.clear();
     },
   };
 }

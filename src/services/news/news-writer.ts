@@ -6,42 +6,55 @@ import { type IngestMesh, ingestBatch, type Judged } from './batch.js';
 import { NEWS_BATCH_MAX, NEWS_BATCH_MS, NEWS_HELD_MIN, NEWS_HELD_MS, NEWS_PENDING_MAX } from './limits.js';
 import { writtenRate } from './written-rate.js';
 
-/** Handed-back messages remembered so that a batch retried is counted received once: a few store outages' worth of what one replica holds. */
-const HANDED_BACK_KEPT = 100_000;
-
 export interface NewsStats {
-  /** Messages delivered to this replica, each once: one it handed back and was delivered again is counted in `redelivered`, not again here. */
+  /** Messages of this replica's partitions read from the stream, each once: one read again (after the store was away) is counted in `redelivered`, not again here. */
   received: number;
-  /** Written to the store (and acknowledged). */
+  /** Written to the store. */
   ingested: number;
-  /** Refused by the wire contract (acknowledged, so never delivered again). */
+  /** Refused by the wire contract (logged, dropped). */
   malformed: number;
   /** Valid by the wire contract yet refused by the store alone: found by splitting its batch, logged, dropped. */
   poison: number;
-  /** Handed back to the stream unwritten because the store was unavailable: delivered again later. */
+  /** Dropped unwritten because the store was unavailable, and read from the stream again later. */
   redelivered: number;
   batches: number;
 }
 
-/** One message pulled and judged, held until its batch is written. */
+/** One message read and judged, held until its batch is written. */
 export interface Held {
   news: Judged;
-  msg: JsMsg;
-  /** When it was pulled, or last told to the stream as being worked on (Date.now()). */
-  touchedAt: number;
+  msg: Pick<JsMsg, 'seq' | 'subject' | 'headers' | 'data'>;
+  partition: number;
 }
 
+/** What the writer tells the ingest: where a batch is cut, that it is written, that the store is away. */
+export interface WriterHooks<Cut> {
+  /** Called as a batch is taken from what is held, before it is written; `rest` is what stays held. */
+  cut(rest: readonly Held[]): Cut;
+  /** The batch cut with `cut` is written (a message the store refused alone is dropped). */
+  written(cut: Cut): void;
+  /** The store was unavailable: the batch was not written, and everything held is dropped; returns nothing. */
+  storeAway(dropped: number): void;
+  /** Called after each batch: the reader may wait for room. */
+  afterBatch(): void;
+  /** Awaited before a batch is written: may find partitions taken by another replica (this one was thought gone). */
+  fence(): Promise<void>;
+  /** Whether this replica still writes `partition` (checked after the fence). */
+  owns(partition: number): boolean;
+}
+
+/** A batch written (true), or not because the store was unavailable. */
+type Written = true | { away: unknown };
+
 /**
- * Writes the news a replica pulled, in batches: collected for NEWS_BATCH_MS, one batch written at a
- * time, each message acknowledged only once its batch is written. A batch the store cannot take
- * because it is unavailable is handed back (nak with a delay, doubling from STORE_WAIT_FIRST_MS to
- * STORE_WAIT_MAX_MS) and writing pauses as long; a batch it refuses is split in halves until the
- * message it refuses is found.
+ * Writes the news of this replica's partitions, in batches: collected for NEWS_BATCH_MS, one batch
+ * written at a time. A batch the store cannot take because it is unavailable is dropped with all
+ * that is held (the stream keeps it: the ingest reads it again from what is written) and writing
+ * pauses, doubling from STORE_WAIT_FIRST_MS to STORE_WAIT_MAX_MS; a batch it refuses is split in
+ * halves until the message it refuses is found.
  */
-export class NewsWriter {
-  /** The stream sequences this replica handed back, so their next delivery is not counted received again (at most HANDED_BACK_KEPT, oldest out). */
-  private readonly handedBack = new Set<number>();
-  private readonly pending: Held[] = [];
+export class NewsWriter<Cut> {
+  private pending: Held[] = [];
   /** The batch being written. */
   private inWrite: Held[] = [];
   private readonly rate = writtenRate();
@@ -54,14 +67,8 @@ export class NewsWriter {
   constructor(
     private readonly mesh: IngestMesh,
     private readonly stats: NewsStats,
-    /** Called after each batch: the puller may wait for room. */
-    private readonly onWritten: () => void,
+    private readonly hooks: WriterHooks<Cut>,
   ) {}
-
-  /** Whether a delivery is one this replica handed back (then it is not received anew). */
-  takeHandedBack(seq: number): boolean {
-    return this.handedBack.delete(seq);
-  }
 
   add(held: Held): void {
     this.pending.push(held);
@@ -79,21 +86,27 @@ export class NewsWriter {
     return this.resumeAt - Date.now();
   }
 
-  /** Tells the stream that what was held since before `due` (Date.now()) is being worked on. */
-  stillWorking(due: number): void {
-    for (const list of [this.inWrite, this.pending]) {
-      for (const held of list) {
-        if (held.touchedAt > due) continue;
-        held.touchedAt = Date.now();
-        held.msg.working();
-      }
-    }
+  /** Whether nothing is held or being written. */
+  isIdle(): boolean {
+    return !this.writing && this.pending.length === 0;
   }
 
-  /** Resolves once everything added so far is written (or handed back). */
+  /** Drops what is held of `partitions` (given up: their next owner reads them from what is written); returns how many. */
+  dropPartitions(partitions: ReadonlySet<number>): number {
+    const before = this.pending.length;
+    this.pending = this.pending.filter((h) => !partitions.has(h.partition));
+    return before - this.pending.length;
+  }
+
+  /** Resolves once the batch being written, if any, is done (written or dropped). */
+  async betweenBatches(): Promise<void> {
+    while (this.writing) await this.writing;
+  }
+
+  /** Resolves once everything added so far is written (or dropped). */
   flush(): Promise<void> {
     return new Promise<void>((resolve) => {
-      if (!this.writing && this.pending.length === 0) return resolve();
+      if (this.isIdle()) return resolve();
       this.idle.push(resolve);
       if (this.timer) {
         clearTimeout(this.timer);
@@ -116,54 +129,49 @@ export class NewsWriter {
     this.timer = setTimeout(() => this.write(), wait);
   }
 
-  /** The store is unavailable: the batch goes back to the stream, to come again once the pause is over. */
-  private handBack(batch: Held[], err: unknown): void {
+  /** The store is unavailable: writing pauses, and the batch and all that is held are dropped (the stream keeps them). */
+  private storeAway(batch: Held[], err: unknown): void {
     const now = Date.now();
     if (this.resumeAt <= now) {
       this.resumeAt = now + this.backoff;
       this.mesh.logger.warn(
-        { err: String(err), messages: batch.length, retryInMs: this.backoff },
-        'the store is unavailable: news is kept in the stream and tried again',
+        { err: String(err), messages: batch.length + this.pending.length, retryInMs: this.backoff },
+        'the store is unavailable: news is kept in the stream and read again',
       );
       this.backoff = Math.min(this.backoff * 2, STORE_WAIT_MAX_MS);
     }
-    const delay = Math.max(this.resumeAt - now, 1);
-    for (const held of batch) {
-      held.msg.nak(delay);
-      this.handedBack.add(held.msg.seq);
-    }
-    for (const seq of this.handedBack) {
-      if (this.handedBack.size <= HANDED_BACK_KEPT) break;
-      this.handedBack.delete(seq);
-    }
-    this.stats.redelivered += batch.length;
+    const dropped = batch.length + this.pending.length;
+    this.pending = [];
+    this.stats.redelivered += dropped;
+    this.hooks.storeAway(dropped);
   }
 
-  /** Writes a batch; one the store refuses is split in halves until the messages it refuses are found. */
-  private async writeSplitting(batch: Held[]): Promise<void> {
-    if (Date.now() < this.resumeAt) return this.handBack(batch, 'paused');
+  /** Writes a batch; one the store refuses is split in halves until the messages it refuses are found. Returns `away` when the store is unavailable. */
+  private async writeSplitting(batch: Held[]): Promise<Written> {
     try {
       await ingestBatch(
         this.mesh,
         batch.map((h) => h.news),
       );
     } catch (err) {
-      if (isStoreUnavailable(err)) return this.handBack(batch, err);
-      if (batch.length === 1) return this.dropPoison(batch[0]!, err);
+      if (isStoreUnavailable(err)) return { away: err };
+      if (batch.length === 1) {
+        this.dropPoison(batch[0]!, err);
+        return true;
+      }
       const half = Math.ceil(batch.length / 2);
-      await this.writeSplitting(batch.slice(0, half));
-      await this.writeSplitting(batch.slice(half));
-      return;
+      const first = await this.writeSplitting(batch.slice(0, half));
+      if (first !== true) return first;
+      return this.writeSplitting(batch.slice(half));
     }
-    for (const held of batch) held.msg.ack();
     this.stats.ingested += batch.length;
     this.rate.add(batch.length);
     this.backoff = STORE_WAIT_FIRST_MS;
+    return true;
   }
 
   private dropPoison({ msg }: Held, err: unknown): void {
     this.stats.poison++;
-    msg.term();
     this.mesh.logger.warn({ err: String(err), subject: msg.subject, bytes: msg.data.length }, 'news the store refuses was dropped');
   }
 
@@ -176,16 +184,27 @@ export class NewsWriter {
     }
     this.stats.batches++;
     this.inWrite = batch;
+    const cut = this.hooks.cut(this.pending);
     this.writing = inBatchSpan(
       'news batch',
       batch.map((h) => h.msg),
-      () => this.writeSplitting(batch),
+      async () => {
+        if (Date.now() < this.resumeAt) return this.storeAway(batch, 'paused');
+        try {
+          await this.hooks.fence();
+        } catch (err) {
+          return this.storeAway(batch, err);
+        }
+        const done = await this.writeSplitting(batch.filter((h) => this.hooks.owns(h.partition)));
+        if (done === true) this.hooks.written(cut);
+        else this.storeAway(batch, done.away);
+      },
     )
       .catch((err) => this.mesh.logger.error({ err, messages: batch.length }, 'writing a batch of news failed'))
       .finally(() => {
         this.writing = undefined;
         this.inWrite = [];
-        this.onWritten();
+        this.hooks.afterBatch();
         if (this.pending.length) this.schedule();
         else for (const resolve of this.idle.splice(0)) resolve();
       });

@@ -36,8 +36,7 @@ test('machines heard later are gathered for a listener only while it wants them 
   const hearing = startNewsHearing({
     stream: 'news',
     jsm: {
-      consumers: { info: async () => ({ num_pending: 0, num_ack_pending: 0, ack_floor: { stream_seq: 0 } }) },
-      streams: {},
+      streams: { info: async () => ({ state: { first_seq: 0, last_seq: 0 } }) },
     } as unknown as HearingSource['jsm'],
   });
   try {

@@ -53,7 +53,7 @@ test('heartbeats sent while the store is stopped are all stored once it is back,
     200,
   );
   // Every message the stream holds is written and acknowledged: a copy written twice would show now.
-  await newsDrained(gw.mesh.bus.jsm, env.controller);
+  await newsDrained(gw.mesh.db, gw.mesh.bus.jsm, env.controller);
   expect(await heartbeatsOf('o-')).toEqual(expected);
   // Each message is counted received once (/metrics' mesh_news_received_total), however often it was handed back.
   expect(gw.news.stats.received - receivedBefore).toBe(MACHINES * BEATS);

@@ -127,7 +127,7 @@ test('news is written by one replica of the queue group, not by each', async () 
     for (let i = 0; i < 200; i++) agent.heartbeat(root(), `q-${i}`, { site: 'eu-2', modules: ['broker'] });
     await eventually(() => gw.news.stats.ingested + second.news.stats.ingested - before >= 200, '200 heartbeats written');
     // A second copy of the news, were each replica to get one, is written once the stream is drained.
-    await newsDrained(gw.mesh.bus.jsm, env.controller);
+    await newsDrained(gw.mesh.db, gw.mesh.bus.jsm, env.controller);
     expect(gw.news.stats.ingested + second.news.stats.ingested - before).toBe(200);
     const counts = await db().selectFrom('machine').select(['heartbeats']).where('name', 'like', 'q-%').execute();
     expect(counts).toHaveLength(200);

@@ -49,8 +49,7 @@ describe('a deaf span learned late', () => {
     const source: HearingSource = {
       stream: 'news',
       jsm: {
-        consumers: { info: async () => (answers ? { num_pending: 0, num_ack_pending: 0, ack_floor: { stream_seq: 0 } } : Promise.reject(new Error('frozen'))) },
-        streams: {},
+        streams: { info: async () => (answers ? { state: { first_seq: 0, last_seq: 0 } } : Promise.reject(new Error('frozen'))) },
       } as unknown as HearingSource['jsm'],
       ...aConnection(),
     };
