@@ -26,6 +26,7 @@ import * as machines from '../src/services/machines/machines.js';
 import * as hearing from '../src/services/news/hearing.js';
 import * as ingest from '../src/services/news/limits.js';
 import * as malformedLog from '../src/services/news/malformed-log.js';
+import * as partitions from '../src/services/news/partitions.js';
 import * as wire from '../src/services/news/wire.js';
 import * as plan from '../src/services/plans/plan.js';
 import * as resends from '../src/services/plans/resends.js';
@@ -80,6 +81,7 @@ const modules = [
   machines,
   hearing,
   ingest,
+  partitions,
   malformedLog,
   wire,
   plan,

@@ -18,7 +18,7 @@ export type Db = Kysely<DB> | Transaction<DB>;
  * waiting is a replica frozen (SIGSTOP, a suspended VM) in the middle of it, whose row locks would
  * hold every other replica's heartbeat writes, and with them the news watermark, for as long as
  * it stays frozen: a stopped machine is then shown LATE or SILENT that much late (test/mesh/bad-day.test.ts).
- * Ended, its locks go, its news is delivered again to another replica (NEWS_ACK_WAIT_MS), and the
+ * Ended, its locks go, its partitions are taken by another replica once its lease lapses, and the
  * frozen replica, once it goes on, finds its transaction failed and nothing written.
  */
 export const STORE_IDLE_IN_TRANSACTION_MS = 5_000;

@@ -114,7 +114,7 @@ interface BuildTable {
   ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
-/** Who writes each partition of the news, and up to which stream sequence it is written (migrations/0009). */
+/** Who writes each partition of the news, and up to which stream sequence it is written (migrations/0009_news_partition.ts). */
 interface NewsPartitionTable {
   partition: number;
   owner: string | null;

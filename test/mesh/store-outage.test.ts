@@ -52,14 +52,14 @@ test('with the store stopped the gateway stays up: reads and mutations answer UN
 
   // News keeps coming and the minute goes by; the status keeps answering from memory.
   // The marker: the gateway tried to write the news and left it in the stream, to read again (logged).
-  const handedBack = () =>
+  const leftInStream = () =>
     gw
       .output()
       .split('\n')
       .filter((l) => l.includes('news is kept in the stream and read again')).length;
-  const handedBackBefore = handedBack();
+  const leftBefore = leftInStream();
   agent.heartbeat(env.subjects, 'out-1', { modules: ['broker'] });
-  await eventually(() => handedBack() > handedBackBefore, 'the news handed back to the stream', 20_000);
+  await eventually(() => leftInStream() > leftBefore, 'the news left in the stream, to be read again', 20_000);
   expect(alive(gw)).toBe(true);
   const kept = await status(gw);
   expect(kept.errors).toBeUndefined();

@@ -14,12 +14,22 @@ export function newsMetrics(registry: Registry, mesh: Pick<Mesh, 'hearing'>, new
   readGauge(
     registry,
     'mesh_news_pending',
-    'News messages stored in the news stream and not yet written: not yet delivered, or delivered and not acknowledged.',
+    'News messages stored in the news stream and not yet written (past the lowest partition mark), or not yet heard by this replica: the larger.',
     () => mesh.hearing.current().pending,
   );
-  readCounter(registry, 'mesh_news_received_total', 'News messages received from the stream.', () => news?.received);
+  readCounter(
+    registry,
+    'mesh_news_received_total',
+    'News messages of the partitions this replica writes, read from the stream (each once).',
+    () => news?.received,
+  );
   readCounter(registry, 'mesh_news_ingested_total', 'News messages written to the store.', () => news?.ingested);
-  readCounter(registry, 'mesh_news_malformed_total', 'News messages refused by the wire contract (acknowledged, dropped).', () => news?.malformed);
+  readCounter(registry, 'mesh_news_malformed_total', 'News messages refused by the wire contract (dropped).', () => news?.malformed);
   readCounter(registry, 'mesh_news_dropped_total', 'Valid news the store refused alone (poison: found by splitting its batch, dropped).', () => news?.poison);
-  readCounter(registry, 'mesh_news_redelivered_total', 'News handed back unwritten while the store was away (delivered again).', () => news?.redelivered);
+  readCounter(
+    registry,
+    'mesh_news_redelivered_total',
+    'News dropped unwritten while the store was away (read from the stream again).',
+    () => news?.redelivered,
+  );
 }

@@ -144,8 +144,8 @@ export async function ingestBatch(mesh: IngestMesh, batch: readonly Judged[]): P
     const applied = await retryOnce(() => applyReports(mesh, reports));
     if (applied.unmatched) mesh.logger.info({ unmatched: applied.unmatched }, 'reports matching no apply sent were ignored');
   }
-  // Owed to the checkpoint only once the whole batch is written: a batch handed back half-way (the
-  // store gone) is delivered again, and its beats owed twice would be counted twice.
+  // Owed to the checkpoint only once the whole batch is written: a batch dropped half-way (the
+  // store gone) is read again, and its beats owed twice would be counted twice.
   for (const beat of owed) mesh.hearing.owed.owe(beat.machine, beat.at.getTime());
   if (written.length || reports.length) mesh.events.emit('news', 'machine', written);
   if (builds.length) mesh.events.emit('news', 'build');

@@ -33,6 +33,8 @@ interface Heard {
   heardUntilMs: number;
   /** News stored before this instant is written: reports count once written, so the apply time-out is judged here. */
   writtenUntilMs: number;
+  /** The stream sequence every partition is written up to, as last read (0 before). */
+  writtenSeq: number;
   /** Messages stored and not yet written, or not yet heard by this replica (the larger). */
   pending: number;
   /** When this was read (this replica's clock). */
@@ -112,19 +114,36 @@ const timeout = (ms: number) =>
  */
 async function readHeard(
   source: HearingSource,
-  previous: Pick<Heard, 'writtenUntilMs' | 'pending'>,
+  previous: Pick<Heard, 'writtenUntilMs' | 'writtenSeq' | 'pending'>,
   followed?: () => FollowedUpTo,
 ): Promise<Omit<Heard, 'deaf' | 'machines'>> {
   const askedAt = Date.now();
   const lastSeq = (await source.jsm.streams.info(source.stream)).state.last_seq;
   const behind = followed ? Math.max(0, lastSeq - followed().seq) : 0;
   const heardUntilMs = !followed || behind === 0 ? askedAt : followed().storedMs - 1;
-  const writtenSeq = source.writtenThrough ? await source.writtenThrough().catch(() => undefined) : lastSeq;
+  const writtenSeq = await readWrittenSeq(source, lastSeq, previous.writtenSeq);
   if (writtenSeq === undefined)
-    return { heardUntilMs, writtenUntilMs: previous.writtenUntilMs, pending: Math.max(previous.pending, behind), readAtMs: Date.now() };
+    return {
+      heardUntilMs,
+      writtenUntilMs: previous.writtenUntilMs,
+      writtenSeq: previous.writtenSeq,
+      pending: Math.max(previous.pending, behind),
+      readAtMs: Date.now(),
+    };
   const unwritten = Math.max(0, lastSeq - writtenSeq);
   const writtenUntilMs = unwritten === 0 ? askedAt : await storedBefore(source, writtenSeq + 1, previous.writtenUntilMs);
-  return { heardUntilMs, writtenUntilMs: Math.min(askedAt, writtenUntilMs), pending: Math.max(unwritten, behind), readAtMs: Date.now() };
+  return { heardUntilMs, writtenUntilMs: Math.min(askedAt, writtenUntilMs), writtenSeq, pending: Math.max(unwritten, behind), readAtMs: Date.now() };
+}
+
+/**
+ * The stream sequence every partition is written up to (without a source of it, the stream's last:
+ * heard counts as written). The store is asked only when the stream holds news past what was
+ * written at the last read, so a quiet mesh asks it nothing; undefined when it does not answer.
+ */
+async function readWrittenSeq(source: HearingSource, lastSeq: number, previousSeq: number): Promise<number | undefined> {
+  if (!source.writtenThrough) return lastSeq;
+  if (lastSeq <= previousSeq) return previousSeq;
+  return source.writtenThrough().catch(() => undefined);
 }
 
 /** Just before the stream stored message `seq` (the oldest kept, when the stream's limits removed it); `previousMs` when neither is found. */
@@ -232,7 +251,7 @@ async function startFollowing(
 export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()): NewsHearing {
   const machines = new HeardMachines();
   const owed = new CheckpointsOwed(source.checkpointMs ?? CHECKPOINT_DEFAULT_MS);
-  let heard: Heard = { heardUntilMs: startedAtMs, writtenUntilMs: startedAtMs, pending: 0, readAtMs: startedAtMs, deaf: [], machines };
+  let heard: Heard = { heardUntilMs: startedAtMs, writtenUntilMs: startedAtMs, writtenSeq: 0, pending: 0, readAtMs: startedAtMs, deaf: [], machines };
   const deaf = deafSpans(
     source,
     () => heard.readAtMs,

@@ -1,23 +1,15 @@
 import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { NEWS_LEGACY_CONSUMER } from '../../bus/news-stream.js';
-import { LEASE_TTL_MS, type Leases } from '../replicas/leases.js';
+import type { Leases } from '../replicas/leases.js';
 import type { IngestMesh } from './batch.js';
 import { startCheckpointing } from './checkpoints.js';
 import type { NewsHearing } from './hearing.js';
+import { PARTITIONS_EVERY_MS, PARTITIONS_FENCE_MS } from './limits.js';
 import { malformedLog } from './malformed-log.js';
 import { NewsReader } from './news-reader.js';
 import { type NewsStats, NewsWriter } from './news-writer.js';
 import { givePartitionsUp, NEWS_PARTITIONS, partitionOf, partitionOwners, recordPartitionsWritten, takePartitions } from './partitions.js';
 import { judgeNews, type News } from './wire.js';
-
-/** Every this often a replica records how far its partitions are written, gives up those no longer its own and takes those that are. */
-const PARTITIONS_EVERY_MS = 500;
-/**
- * A replica that has not recorded its partitions for this long (half LEASE_TTL_MS: it froze, or the
- * store was away) may have been thought gone and its partitions taken: it records them, learning
- * which are still its own, before it writes another batch, so it does not write what their new owner writes.
- */
-const PARTITIONS_FENCE_MS = LEASE_TTL_MS / 2;
 
 export interface NewsIngest {
   stats: NewsStats;
@@ -91,7 +83,7 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
     },
     afterBatch: () => reader?.wake(),
     async fence() {
-      if (Date.now() - recordedAt > PARTITIONS_FENCE_MS) await record();
+      if (Date.now() - recordedAt > PARTITIONS_FENCE_MS) await record(true);
     },
     owns: (p) => owned.has(p),
   });
@@ -166,13 +158,19 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
   /** When the marks were last recorded (Date.now()). */
   let recordedAt = Date.now();
   /** Records the marks that moved, learning which partitions another replica took meanwhile (this one was thought gone). */
-  const record = async () => {
+  const record = async (fencing = false) => {
     if (writer.isIdle()) for (const p of owned) written[p] = Math.max(written[p]!, through);
-    // Unrecorded this long, every partition is recorded, moved or not: which are still this replica's is learnt.
-    const verify = Date.now() - recordedAt > PARTITIONS_FENCE_MS;
+    // Before a batch (`fence`), unrecorded this long, every partition is recorded, moved or not: which are still this replica's is learnt.
+    const verify = fencing && Date.now() - recordedAt > PARTITIONS_FENCE_MS;
     const startedAt = Date.now();
     const byMark = new Map<number, number[]>();
-    for (const p of owned) if (verify || written[p]! > recorded[p]!) byMark.set(written[p]!, [...(byMark.get(written[p]!) ?? []), p]);
+    const ownedBefore = owned.size;
+    let asked = 0;
+    for (const p of owned) {
+      if (!verify && written[p]! <= recorded[p]!) continue;
+      byMark.set(written[p]!, [...(byMark.get(written[p]!) ?? []), p]);
+      asked++;
+    }
     for (const [mark, partitions] of byMark) {
       const still = new Set(await recordPartitionsWritten(mesh.db, me, partitions, mark));
       for (const p of partitions) if (still.has(p)) recorded[p] = mark;
@@ -183,7 +181,8 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
         mesh.logger.warn({ partitions: lost }, 'news partitions were taken by another replica while this one was thought gone: no longer writing them');
       }
     }
-    if (verify || byMark.size) recordedAt = startedAt;
+    // Every owned partition was recorded, so each is known still this replica's (a partition not moved was not asked).
+    if (asked === ownedBefore) recordedAt = startedAt;
   };
 
   /** Gives up `partitions` once the batch being written is done, dropping what is held of them: their next owner reads it. */

@@ -1,3 +1,5 @@
+import { LEASE_TTL_MS } from '../replicas/leases.js';
+
 /** How long news is collected before it is written: a few ms, so one transaction carries many beats. */
 export const NEWS_BATCH_MS = 5;
 /**
@@ -25,3 +27,11 @@ export const NEWS_PULL_RETRY_MS = 1_000;
  * row locks one transaction holds are released within a few hundred milliseconds.
  */
 export const HEARTBEAT_CHUNK_PAIRS = 5_000;
+/** Every this often a replica records how far its partitions of the news are written, gives up those no longer its own and takes those that are. */
+export const PARTITIONS_EVERY_MS = 500;
+/**
+ * A replica that has not recorded its partitions for this long (half LEASE_TTL_MS: it froze, or the
+ * store was away) may have been thought gone and its partitions taken: it records them, learning
+ * which are still its own, before it writes another batch, so it does not write what their new owner writes.
+ */
+export const PARTITIONS_FENCE_MS = LEASE_TTL_MS / 2;

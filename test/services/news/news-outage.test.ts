@@ -38,7 +38,7 @@ test('heartbeats sent while the store is stopped are all stored once it is back,
   const jsm = await jetstreamManager(agent.nc);
   await eventually(async () => (await jsm.streams.info(newsStreamName(env.controller))).state.messages >= MACHINES * BEATS + 1, 'the stream to hold them');
   // Long enough for the ingest to try, be refused and hand them back at least once.
-  await eventually(() => gw.news.stats.redelivered > 0, 'a batch handed back while the store is away');
+  await eventually(() => gw.news.stats.redelivered > 0, 'a batch dropped while the store is away, to be read again');
   expect(await gw.gql(`{ machines { name } }`)).toMatchObject({ errors: [{ extensions: { code: 'UNAVAILABLE' } }] });
 
   pg.start();
@@ -55,6 +55,6 @@ test('heartbeats sent while the store is stopped are all stored once it is back,
   // Every message the stream holds is written and acknowledged: a copy written twice would show now.
   await newsDrained(gw.mesh.db, gw.mesh.bus.jsm, env.controller);
   expect(await heartbeatsOf('o-')).toEqual(expected);
-  // Each message is counted received once (/metrics' mesh_news_received_total), however often it was handed back.
+  // Each message is counted received once (/metrics' mesh_news_received_total), however often it was read again.
   expect(gw.news.stats.received - receivedBefore).toBe(MACHINES * BEATS);
 }, 90_000);

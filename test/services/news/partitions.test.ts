@@ -22,6 +22,7 @@ const beat = (prefix: string, n: number) => {
   for (let i = 0; i < n; i++) agent.heartbeat(root(), `${prefix}-${i}`, { site: 'eu-1', modules: ['broker'] });
 };
 const everyOnce = async (prefix: string, n: number) => {
+  await eventually(async () => Object.keys(await heartbeatsOf(gw.mesh.db, `${prefix}-`)).length === n, `every ${prefix} machine written`, 20_000);
   await newsDrained(gw.mesh.db, gw.mesh.bus.jsm, env.controller);
   const counts = await heartbeatsOf(gw.mesh.db, `${prefix}-`);
   expect(Object.keys(counts)).toHaveLength(n);
