@@ -61,7 +61,7 @@ export function createMetrics(sources: MetricSources): Metrics {
       compositionHeard(composition);
     }),
   ];
-  newsMetrics(registry, mesh, sources.news?.stats);
+  newsMetrics(registry, mesh, sources.news);
   doorMetrics(registry, mesh, sources.responder);
   callMetrics(registry, mesh);
   healthMetrics(registry, mesh, sources.health);

@@ -4,7 +4,8 @@ import type { NewsIngest } from '../../services/news/ingest.js';
 import { readCounter, readGauge } from './read.js';
 
 /** The news: how far behind its hearing and writing are, and what the ingest counted. */
-export function newsMetrics(registry: Registry, mesh: Pick<Mesh, 'hearing'>, news: NewsIngest['stats'] | undefined): void {
+export function newsMetrics(registry: Registry, mesh: Pick<Mesh, 'hearing'>, ingest: Pick<NewsIngest, 'stats' | 'partitions'> | undefined): void {
+  const news = ingest?.stats;
   readGauge(
     registry,
     'mesh_news_lag_seconds',
@@ -16,6 +17,12 @@ export function newsMetrics(registry: Registry, mesh: Pick<Mesh, 'hearing'>, new
     'mesh_news_pending',
     'News messages stored in the news stream and not yet written (past the lowest partition mark), or not yet heard by this replica: the larger.',
     () => mesh.hearing.current().pending,
+  );
+  readGauge(
+    registry,
+    'mesh_news_partitions',
+    'Partitions of the news (of 64) this replica writes now: its share of the writing (docs/deploy.md).',
+    () => ingest?.partitions().length,
   );
   readCounter(
     registry,

@@ -51,6 +51,11 @@ test('one replica writes every partition; with a second, each writes its own sha
       10_000,
     );
     expect(gw.news.partitions().filter((p) => second.news.partitions().includes(p))).toEqual([]);
+    // Each replica's share on its /metrics, as an operator sees it.
+    const share = async (g: TestGateway) =>
+      Number(/^mesh_news_partitions\S* (\S+)$/m.exec(await (await fetch(`${g.url.replace(/\/graphql$/, '')}/metrics`)).text())?.[1]);
+    expect((await share(gw)) + (await share(second))).toBe(NEWS_PARTITIONS);
+    expect(await share(second)).toBe(second.news.partitions().length);
     const before = { first: gw.news.stats.ingested, second: second.news.stats.ingested };
     beat('shared', 400);
     await everyOnce('shared', 400);
