@@ -28,6 +28,17 @@ export interface IngestSource {
   hearing: Pick<NewsHearing, 'onNewsRead' | 'followedUpTo'>;
 }
 
+/** `partitions` grouped by their mark in `marks`: one statement records each group. */
+function byMark(partitions: Iterable<number>, marks: readonly number[]): Map<number, number[]> {
+  const groups = new Map<number, number[]>();
+  for (const p of partitions) {
+    const group = groups.get(marks[p]!);
+    if (group) group.push(p);
+    else groups.set(marks[p]!, [p]);
+  }
+  return groups;
+}
+
 /** Where a batch was cut: every message of `partitions` up to `through` is in it or in one before. */
 interface Cut {
   through: number;
@@ -95,9 +106,8 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
   };
 
   /** Takes one message in order: held for writing when it is of an owned partition and not yet held. */
-  const handle = (msg: JsMsg, judged: News | undefined) => {
+  const handle = (msg: JsMsg, judged: News | undefined, p = partitionOf(msg.subject)) => {
     through = msg.seq;
-    const p = partitionOf(msg.subject);
     if (!owned.has(p) || msg.seq <= queued[p]!) return;
     queued[p] = msg.seq;
     const first = msg.seq > seen[p]!;
@@ -151,7 +161,7 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
     if (msg.seq !== through + 1) return readFrom(through + 1);
     const p = partitionOf(msg.subject);
     if (owned.has(p) && msg.seq > queued[p]! && (writer.room() <= 0 || writer.pausedFor() > 0)) return readFrom(msg.seq);
-    handle(msg, news);
+    handle(msg, news, p);
   });
 
   let failing = false;
@@ -163,15 +173,9 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
     // Before a batch (`fence`), unrecorded this long, every partition is recorded, moved or not: which are still this replica's is learnt.
     const verify = fencing && Date.now() - recordedAt > PARTITIONS_FENCE_MS;
     const startedAt = Date.now();
-    const byMark = new Map<number, number[]>();
     const ownedBefore = owned.size;
-    let asked = 0;
-    for (const p of owned) {
-      if (!verify && written[p]! <= recorded[p]!) continue;
-      byMark.set(written[p]!, [...(byMark.get(written[p]!) ?? []), p]);
-      asked++;
-    }
-    for (const [mark, partitions] of byMark) {
+    const asked = [...owned].filter((p) => verify || written[p]! > recorded[p]!);
+    for (const [mark, partitions] of byMark(asked, written)) {
       const still = new Set(await recordPartitionsWritten(mesh.db, me, partitions, mark));
       for (const p of partitions) if (still.has(p)) recorded[p] = mark;
       const lost = partitions.filter((p) => !still.has(p) && owned.has(p));
@@ -182,7 +186,7 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
       }
     }
     // Every owned partition was recorded, so each is known still this replica's (a partition not moved was not asked).
-    if (asked === ownedBefore) recordedAt = startedAt;
+    if (asked.length === ownedBefore) recordedAt = startedAt;
   };
 
   /** Gives up `partitions` once the batch being written is done, dropping what is held of them: their next owner reads it. */
@@ -191,9 +195,7 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
     for (const p of partitions) owned.delete(p);
     writer.dropPartitions(new Set(partitions));
     if (writer.isIdle()) for (const p of partitions) written[p] = Math.max(written[p]!, through);
-    const byMark = new Map<number, number[]>();
-    for (const p of partitions) byMark.set(written[p]!, [...(byMark.get(written[p]!) ?? []), p]);
-    for (const [mark, ps] of byMark) await givePartitionsUp(mesh.db, me, ps, mark);
+    for (const [mark, ps] of byMark(partitions, written)) await givePartitionsUp(mesh.db, me, ps, mark);
   };
 
   /** Where a partition never written starts: where the consumer of gateways before partitions had acknowledged, else the stream's first message. */
@@ -206,15 +208,15 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
 
   const share = async () => {
     await record();
-    const live = mesh.leases.liveReplicas();
-    const owners = partitionOwners(live.includes(me) ? live : [...live, me]);
+    const replicas = mesh.leases.liveReplicas();
+    const owners = partitionOwners(replicas.includes(me) ? replicas : [...replicas, me]);
     const leaving = [...owned].filter((p) => owners[p] !== me);
     if (leaving.length) {
       await giveUp(leaving);
-      mesh.logger.info({ partitions: leaving.length, replicas: live.length }, 'news partitions given up to another replica');
+      mesh.logger.info({ partitions: leaving.length, replicas: replicas.length }, 'news partitions given up to another replica');
     }
     const wanted = owners.flatMap((owner, p) => (owner === me && !owned.has(p) ? [p] : []));
-    const taken = await takePartitions(mesh.db, me, wanted, live, await neverWritten);
+    const taken = await takePartitions(mesh.db, me, wanted, replicas, await neverWritten);
     if (stopped || taken.length === 0) return;
     let from = Number.POSITIVE_INFINITY;
     for (const { partition: p, writtenSeq } of taken) {
@@ -243,7 +245,15 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
   // The first read: from the follower's position (nothing owned yet), caught up at once.
   readFrom(followerSeq() + 1);
   void shareNow();
-  const timer = setInterval(() => void shareNow(), PARTITIONS_EVERY_MS);
+  // A round still under way (a slow store) is not queued behind: rounds do not pile up.
+  let roundUnderWay = false;
+  const timer = setInterval(() => {
+    if (roundUnderWay) return;
+    roundUnderWay = true;
+    void shareNow().finally(() => {
+      roundUnderWay = false;
+    });
+  }, PARTITIONS_EVERY_MS);
   timer.unref();
 
   return {
