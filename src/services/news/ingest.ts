@@ -4,7 +4,7 @@ import type { Leases } from '../replicas/leases.js';
 import type { IngestMesh } from './batch.js';
 import { startCheckpointing } from './checkpoints.js';
 import type { NewsHearing } from './hearing.js';
-import { PARTITIONS_EVERY_MS, PARTITIONS_FENCE_MS } from './limits.js';
+import { PARTITIONS_EVERY_MS, PARTITIONS_FENCE_MS, PARTITIONS_GONE_MS } from './limits.js';
 import { malformedLog } from './malformed-log.js';
 import { NewsReader } from './news-reader.js';
 import { type NewsStats, NewsWriter } from './news-writer.js';
@@ -206,6 +206,19 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
   })();
   neverWritten.catch(() => undefined);
 
+  /**
+   * When each replica was last seen alive by this one, while it ran: an owner is taken from only once
+   * gone for PARTITIONS_GONE_MS. A replica woken from a freeze reads a view of the leases as stale
+   * as its freeze (every other lease lapsed in it) until the bucket's updates reach it: after a
+   * pause every replica counts as seen now, so it takes nothing from the living meanwhile.
+   */
+  const seenAlive = new Map<string, number>();
+  const notGone = (replicas: readonly string[]) => {
+    const now = Date.now();
+    for (const r of replicas) seenAlive.set(r, now);
+    return [...seenAlive].filter(([, at]) => now - at < PARTITIONS_GONE_MS).map(([r]) => r);
+  };
+
   const share = async () => {
     await record();
     const replicas = mesh.leases.liveReplicas();
@@ -216,7 +229,7 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
       mesh.logger.info({ partitions: leaving.length, replicas: replicas.length }, 'news partitions given up to another replica');
     }
     const wanted = owners.flatMap((owner, p) => (owner === me && !owned.has(p) ? [p] : []));
-    const taken = await takePartitions(mesh.db, me, wanted, replicas, await neverWritten);
+    const taken = await takePartitions(mesh.db, me, wanted, notGone(replicas), await neverWritten);
     if (stopped || taken.length === 0) return;
     let from = Number.POSITIVE_INFINITY;
     for (const { partition: p, writtenSeq } of taken) {
@@ -247,7 +260,12 @@ export function startNewsIngest(mesh: IngestMesh & { config: { replica: string }
   void shareNow();
   // A round still under way (a slow store) is not queued behind: rounds do not pile up.
   let roundUnderWay = false;
+  let tickAt = Date.now();
   const timer = setInterval(() => {
+    const now = Date.now();
+    // Paused (frozen, starved): what this replica saw of the others' leases is as old as the pause.
+    if (now - tickAt > 3 * PARTITIONS_EVERY_MS) for (const r of seenAlive.keys()) seenAlive.set(r, now);
+    tickAt = now;
     if (roundUnderWay) return;
     roundUnderWay = true;
     void shareNow().finally(() => {

@@ -1,4 +1,4 @@
-import { LEASE_TTL_MS } from '../replicas/leases.js';
+import { LEASE_REFRESH_MS, LEASE_TTL_MS } from '../replicas/leases.js';
 
 /** How long news is collected before it is written: a few ms, so one transaction carries many beats. */
 export const NEWS_BATCH_MS = 5;
@@ -35,3 +35,8 @@ export const PARTITIONS_EVERY_MS = 500;
  * which are still its own, before it writes another batch, so it does not write what their new owner writes.
  */
 export const PARTITIONS_FENCE_MS = LEASE_TTL_MS / 2;
+/**
+ * A partition's owner is taken from only once this replica has not seen its lease alive for this
+ * long while running (two lease refreshes): a view of the leases read just after a freeze is stale.
+ */
+export const PARTITIONS_GONE_MS = 2 * LEASE_REFRESH_MS;
