@@ -200,6 +200,7 @@ export async function rowsWritten(databaseUrl: string): Promise<{ total: number;
     } catch {
       // Tried again: a figure missing from a window's edge is a figure missing from the report.
     } finally {
+      await db.end().catch(() => undefined);
     }
   }
   return undefined;
@@ -511,6 +512,11 @@ export async function run(): Promise<string> {
   } finally {
     sampling = false;
     await mesh?.end().catch(() => undefined);
+    // Written before the wait too: a replacement that never starts must not take the logs with it.
+    const keepLogs = () => {
+      if (LOGS) for (const g of spawned) writeFileSync(join(LOGS, `${g.replica}.log`), g.output());
+    };
+    keepLogs();
     if (replacement && replacementStartS === undefined) console.error("[million] waiting for the replacement's start to end, to stop it");
     const late = await replacement;
     if (late && !replicas.some((r) => r.g === late)) await late.kill('SIGKILL');
@@ -520,7 +526,7 @@ export async function run(): Promise<string> {
       r.g.child.kill('SIGCONT');
       await r.g.kill('SIGKILL');
     }
-    if (LOGS) for (const g of spawned) writeFileSync(join(LOGS, `${g.replica}.log`), g.output());
+    keepLogs();
     await world.end();
   }
 }
