@@ -13,6 +13,7 @@ import { run as pages } from './pages.js';
 import { run as publish } from './publish.js';
 import { run as reads } from './reads.js';
 import { run as replay } from './replay.js';
+import { run as stalls } from './stalls.js';
 import { run as steady } from './steady.js';
 import { run as stream } from './stream.js';
 import { run as streamAck } from './stream-ack.js';
@@ -30,6 +31,7 @@ const BENCHES: Record<string, () => Promise<string>> = {
   dashboard,
   badday,
   million,
+  stalls,
   counts,
   'look-back': lookBack,
   pages,

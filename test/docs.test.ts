@@ -9,6 +9,7 @@ import * as statusStream from '../src/bus/status-stream.js';
 import * as config from '../src/config.js';
 import * as liveQueue from '../src/kernel/live-queue.js';
 import * as names from '../src/kernel/names.js';
+import * as pacer from '../src/kernel/pacer.js';
 import * as pages from '../src/kernel/pages.js';
 import * as accessLog from '../src/server/access-log.js';
 import * as health from '../src/server/health.js';
@@ -32,6 +33,7 @@ import * as plan from '../src/services/plans/plan.js';
 import * as resends from '../src/services/plans/resends.js';
 import * as timeouts from '../src/services/plans/timeouts.js';
 import * as leases from '../src/services/replicas/leases.js';
+import * as holdings from '../src/services/seats/holdings.js';
 import * as compose from '../src/services/status/composing/compose.js';
 import * as composer from '../src/services/status/composing/composer.js';
 import * as composeCrossing from '../src/services/status/composing/crossing.js';
@@ -65,6 +67,7 @@ const modules = [
   retry,
   config,
   names,
+  pacer,
   liveQueue,
   pages,
   server,
@@ -84,6 +87,7 @@ const modules = [
   partitions,
   malformedLog,
   wire,
+  holdings,
   plan,
   timeouts,
   resends,

@@ -1,3 +1,5 @@
+import type { Pacer } from '../../kernel/pacer.js';
+
 /** One machine as this replica heard it: its last two beats' heard instants and when a replica took the last one in. */
 interface HeardEntry {
   lastMs: number;
@@ -86,9 +88,15 @@ export class HeardMachines {
     return undefined;
   }
 
-  /** Calls `visit` with each machine this replica heard and when it last heard it (a takeover's composition asks which are newer than shown). */
-  forEachHeard(visit: (machine: string, lastMs: number) => void): void {
-    for (const [machine, entry] of this.byName) visit(machine, entry.lastMs);
+  /**
+   * Calls `visit` with each machine this replica heard and when it last heard it (a takeover's
+   * composition asks which are newer than shown), giving the loop its turns as `pacer` says.
+   */
+  async forEachHeard(visit: (machine: string, lastMs: number) => void, pacer: Pacer): Promise<void> {
+    for (const [machine, entry] of this.byName) {
+      visit(machine, entry.lastMs);
+      if (pacer.due()) await pacer.turn();
+    }
   }
 
   get size(): number {

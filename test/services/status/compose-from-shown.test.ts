@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { type Heartbeat, recordHeartbeats } from '../../../src/services/machines/machines.js';
 import { type ComposeInput, type CompositionSources, compose, composeFromShown } from '../../../src/services/status/composing/compose.js';
+import { incrementalReadsAtMost } from '../../../src/services/status/composing/step.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { coarsenLastHeard } from '../../../src/services/status/replicating/stream-publisher.js';
 import { freshStore } from '../../fixtures/services.js';
@@ -80,7 +81,7 @@ test('a takeover composed from the composition followed equals a full compositio
   await recordHeartbeats(store.db, [beat('a', T0 + 5_000, ['broker'], { broker: ['q-alias'] }), beat('e', T0 + 6_000, ['agent'])]);
   const heard = { a: T0 + 5_000, e: T0 + 6_000, b: T0 + 7_000 };
   const at = T0 + 18_000;
-  const fromShown = await composeFromShown(store.db, before, input(2, at, 'r2', heard));
+  const fromShown = await composeFromShown(store.db, before, input(2, at, 'r2', heard), incrementalReadsAtMost);
   const full = await compose(store.db, input(2, at, 'r2', heard));
   // As subscribers get it: an instant heard less than LAST_HEARD_GRAIN_MS after the one shown is not
   // shown (the takeover's view keeps the status shown; the publisher coarsens the full one alike).
@@ -95,4 +96,18 @@ test('a takeover composed from the composition followed equals a full compositio
   expect(fromShown.composition.seats.find((s) => s.name === CONTROLLER)?.holders).toEqual([
     { machine: 'r2', module: 'mesh-gateway', site: null, derived: true },
   ]);
+});
+
+test('a takeover while more machines are heard and not shown than an incremental composition reads again composes the whole store', async () => {
+  await recordHeartbeats(store.db, [beat('p', T0, ['agent']), beat('q', T0, ['agent'])]);
+  const before = await compose(store.db, input(1, T0 + 1_000, 'r1', {}));
+  // Coming up: r and s are new since, and p beats again.
+  await recordHeartbeats(store.db, [beat('p', T0 + 5_000, ['agent']), beat('r', T0 + 6_000, ['agent']), beat('s', T0 + 6_000, ['agent'])]);
+  const heard = { p: T0 + 5_000, r: T0 + 6_000, s: T0 + 6_000 };
+  const at = T0 + 8_000;
+  const full = await compose(store.db, input(2, at, 'r2', heard));
+  const fromShown = await composeFromShown(store.db, before, input(2, at, 'r2', heard), () => 1);
+  expect(mesh(fromShown.composition)).toEqual(mesh(full));
+  // Composed from what was shown, p's new instant would not be shown (within the grain).
+  expect(mesh(fromShown.composition)).not.toEqual(mesh(coarsenLastHeard(before, full)));
 });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test, vi } from 'vitest';
+import { Pacer } from '../../../src/kernel/pacer.js';
 import { type DeafSpan, type Judging, machineState } from '../../../src/services/machines/machines.js';
 import { type HearingSource, startNewsHearing } from '../../../src/services/news/hearing.js';
 import { MeshView } from '../../../src/services/status/composing/incremental.js';
@@ -86,26 +87,28 @@ describe('what was shown is the floor of each state, for the same last-heard ins
   const row = (lastHeardMs: number) => ({ name: 'bd-000500', site: 'site-0', lastHeardAt: new Date(lastHeardMs).toISOString(), modules: ['agent'] });
   const lateSpan = [{ fromMs: s(1), toMs: s(31) }];
 
-  test('an incremental composition never shows a SILENT machine LATE or UP because a span reaching back was learned', () => {
-    const view = MeshView.of([row(L)], [], [], []);
-    expect(view.machines(at(s(13)))[0]!.state).toBe('SILENT');
-    expect(view.machines(at(s(32), lateSpan))[0]!.state).toBe('SILENT');
+  const pacer = new Pacer();
+
+  test('an incremental composition never shows a SILENT machine LATE or UP because a span reaching back was learned', async () => {
+    const view = await MeshView.of([row(L)], [], [], []);
+    expect((await view.machines(at(s(13)), pacer))[0]!.state).toBe('SILENT');
+    expect((await view.machines(at(s(32), lateSpan), pacer))[0]!.state).toBe('SILENT');
     // Read again (news named it, or it was about to cross) with the same last-heard instant: still SILENT.
     view.replaceTouched(['bd-000500'], [{ ...row(L), claims: [['agent', []]], recorded: [] }]);
-    expect(view.machines(at(s(33), lateSpan))[0]!.state).toBe('SILENT');
+    expect((await view.machines(at(s(33), lateSpan), pacer))[0]!.state).toBe('SILENT');
     expect(view.crossingMs).toBeUndefined();
     // News from it is what makes it UP again.
     view.replaceTouched(['bd-000500'], [{ ...row(s(32)), claims: [['agent', []]], recorded: [] }]);
-    expect(view.machines(at(s(33), lateSpan))[0]!.state).toBe('UP');
+    expect((await view.machines(at(s(33), lateSpan), pacer))[0]!.state).toBe('UP');
   });
 
-  test('a full composition (a takeover) shows no machine better than the last composition did for the same last-heard instant', () => {
+  test('a full composition (a takeover) shows no machine better than the last composition did for the same last-heard instant', async () => {
     const shown: MachineStatus[] = [
       { ...row(L), state: 'SILENT', holdings: [] },
       { ...row(L), name: 'bd-000501', state: 'LATE', holdings: [] },
     ];
-    const view = MeshView.of([row(L), { ...row(s(31)), name: 'bd-000501' }, { ...row(L), name: 'bd-000502' }], [], [], [], shown);
-    const states = view.machines(at(s(32), lateSpan)).map((m) => [m.name, m.state]);
+    const view = await MeshView.of([row(L), { ...row(s(31)), name: 'bd-000501' }, { ...row(L), name: 'bd-000502' }], [], [], [], shown);
+    const states = (await view.machines(at(s(32), lateSpan), pacer)).map((m) => [m.name, m.state]);
     // bd-000501 was heard since it was shown LATE: news makes it UP; bd-000502 was never shown.
     expect(states).toEqual([
       ['bd-000500', 'SILENT'],

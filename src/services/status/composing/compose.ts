@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { byName } from '../../../kernel/names.js';
+import { Pacer, pacedEach } from '../../../kernel/pacer.js';
 import type { Db } from '../../../store/db.js';
 import { byNameSql } from '../../../store/name-order.js';
 import type { DB } from '../../../store/tables.js';
@@ -8,8 +8,9 @@ import type { CallsMesh } from '../../calls/records.js';
 import { countHandActsSince, HAND_ACT_WEEK_MS, type HandActLog, repeatedCauses } from '../../hand-acts/hand-acts.js';
 import type { DeafSpan, Judging } from '../../machines/machines.js';
 import { readTiers } from '../../plans/plan.js';
-import { listHoldings } from '../../seats/holdings.js';
+import { everyHoldingInParts } from '../../seats/holdings.js';
 import type { Composition, PlanStatus, RepeatedCauseStatus } from '../composition.js';
+import type { Held } from './holders.js';
 import { type MachineRow, MeshView, type TouchedRow } from './incremental.js';
 
 /** What a composition takes from outside the store: running calls and the week's hand-acts. */
@@ -76,24 +77,47 @@ export interface ComposeInput {
   heard?: {
     lastHeardAt(machine: string, storedIso: string): string;
     lastMs?(machine: string): number | undefined;
-    forEachHeard?(visit: (machine: string, lastMs: number) => void): void;
+    forEachHeard?(visit: (machine: string, lastMs: number) => void, pacer: Pacer): Promise<void> | void;
   };
 }
 
+/** A full composition reads the machines in parts of this many (`machinesInParts`). */
+export const MACHINE_PART_ROWS = 20_000;
+
 /**
- * Machines with their running modules, aggregated to one JSON value by Postgres: parsing one
- * value costs a fraction of parsing a row per machine. Modules are grouped in one pass over the
- * assignments (a join, not a lookup per machine), and both lists are sorted here, by code unit, as
- * holdings are: Postgres's collation costs more than the sort. Instants come back as ISO strings.
+ * Every machine with its running modules, in name order (`collate "C"`, the order `byName` keeps,
+ * sorted by PostgreSQL), from one statement answered in parts of MACHINE_PART_ROWS, each part
+ * aggregated to one JSON value (parsing one value costs a fraction of parsing a row per machine)
+ * and parsed as it arrives: the whole mesh in one value held the event loop for seconds to parse
+ * at a million machines. Modules are grouped in one pass over the assignments (a join, not a lookup
+ * per machine) and sorted here, by code unit. Instants come back as ISO strings.
  */
-async function machineRows(db: Db, heard: ComposeInput['heard']): Promise<MachineRow[]> {
-  const { rows } = await sql<{ machines: [string, string | null, string, string[]][] }>`
-    select coalesce(json_agg(json_build_array(m.name, m.site, m.last_heard_at, coalesce(a.modules, '[]'::json))), '[]'::json) as machines
-      from machine m
-      left join (select machine, json_agg(module) as modules from assignment where running group by machine) a on a.machine = m.name`.execute(db);
-  return rows[0]!.machines
-    .map(([name, site, lastHeardAt, modules]) => ({ name, site, lastHeardAt: heard?.lastHeardAt(name, lastHeardAt) ?? lastHeardAt, modules: modules.sort() }))
-    .sort((a, b) => byName(a.name, b.name));
+async function machinesInParts(db: Db, heard: ComposeInput['heard'], pacer: Pacer): Promise<MachineRow[]> {
+  const { rows } = await sql<{ part: [string, string | null, string, string[]][] }>`
+    select json_agg(json_build_array(name, site, last_heard_at, modules) order by k) as part
+      from (select m.name, m.site, m.last_heard_at, coalesce(a.modules, '[]'::json) as modules, row_number() over (order by ${byNameSql('m.name')}) - 1 as k
+              from machine m
+              left join (select machine, json_agg(module) as modules from assignment where running group by machine) a on a.machine = m.name) numbered
+     group by k / ${sql.lit(MACHINE_PART_ROWS)}
+     order by k / ${sql.lit(MACHINE_PART_ROWS)}`.execute(db);
+  const machines: MachineRow[] = [];
+  for (const { part } of rows) {
+    await pacedEach(part, pacer, ([name, site, lastHeardAt, modules]) => {
+      machines.push({ name, site, lastHeardAt: heard?.lastHeardAt(name, lastHeardAt) ?? lastHeardAt, modules: modules.sort() });
+    });
+  }
+  return machines;
+}
+
+/** Every holding as a composition shows it (`everyHoldingInParts`), in name order by seat, machine and module. */
+async function heldInParts(db: Db, pacer: Pacer): Promise<Held[]> {
+  const held: Held[] = [];
+  for (const part of await everyHoldingInParts(db)) {
+    await pacedEach(part, pacer, ([seat, machine, module, site, derived]) => {
+      held.push({ seat, machine, module, site, derived });
+    });
+  }
+  return held;
 }
 
 /**
@@ -133,13 +157,21 @@ const judgingOf = (input: ComposeInput, now: Date): Judging => ({
 });
 
 /** The parts of a composition not kept in the view: open plans, calls and hand-acts, read again each time. */
-async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, started: number, plans?: PlanStatus[]): Promise<Composition> {
+async function finish(
+  db: Db,
+  view: MeshView,
+  input: ComposeInput,
+  now: Date,
+  started: number,
+  plans: PlanStatus[] | undefined,
+  pacer: Pacer,
+): Promise<Composition> {
   const openNow = plans ?? (await openPlans(db));
   const callsRunning = await input.sources.callsRunning();
   const handActs = await input.sources.handActsSince(new Date(now.getTime() - HAND_ACT_WEEK_MS));
   const seatStatuses = view.seats(input.controller, input.servingReplica);
   // Before tookMs: at a million machines the list's copy is most of an incremental composition.
-  const machines = view.machines(judgingOf(input, now));
+  const machines = await view.machines(judgingOf(input, now), pacer);
   return Object.freeze({
     seq: input.seq,
     controller: input.controller,
@@ -160,17 +192,19 @@ async function finish(db: Db, view: MeshView, input: ComposeInput, now: Date, st
 /**
  * Composes the whole mesh at one instant with four SQL statements whatever its size, on two
  * connections at once: machines with their running modules (each machine read once); and every
- * holding (`listHoldings`: recorded, else derived), seat names and open plans. Holdings are joined
- * to machines and seats in memory (`MeshView`). The value is frozen.
+ * holding (`everyHoldingInParts`: recorded, else derived), seat names and open plans, the first two
+ * answered in parts. Holdings are joined to machines and seats in memory (`MeshView`), the loop
+ * given its turns (`Pacer`). The value is frozen.
  */
 export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise<Composed> {
   const started = performance.now();
   const now = input.now ?? new Date();
+  const pacer = new Pacer();
   const [machines, { holdings, seats, plans }] = await Promise.all([
-    db.connection().execute((conn) => machineRows(conn, input.heard)),
+    db.connection().execute((conn) => machinesInParts(conn, input.heard, pacer)),
     db.connection().execute(async (conn) => {
       return {
-        holdings: await listHoldings(conn),
+        holdings: await heldInParts(conn, pacer),
         // With their aliases, which an incremental composition resolves claims by.
         seats: await conn
           .selectFrom('seat')
@@ -181,14 +215,15 @@ export async function composeFully(db: Kysely<DB>, input: ComposeInput): Promise
       };
     }),
   ]);
-  const view = MeshView.of(
+  const view = await MeshView.of(
     machines,
     holdings,
     seats.map((s) => s.name),
     seats.flatMap((s) => (s.aliases ?? []).map((alias): [string, string] => [alias, s.name])),
     input.shown?.machines,
+    pacer,
   );
-  return { composition: await finish(db, view, input, now, started, plans), view };
+  return { composition: await finish(db, view, input, now, started, plans, pacer), view };
 }
 
 /** The full composition alone (`composeFully`). */
@@ -209,6 +244,7 @@ export async function composeIncrementally(
   touched: readonly string[],
   input: ComposeInput,
   heardLater: readonly string[] = [],
+  pacer: Pacer = new Pacer(),
 ): Promise<Composition> {
   const started = performance.now();
   const now = input.now ?? new Date();
@@ -220,11 +256,11 @@ export async function composeIncrementally(
   }
   // Machines about to be judged LATE or SILENT are read again too: news of them written since the
   // view read them may not have been told to the composer yet (docs/status.md, "Judging silence").
-  const crossing = view.crossingBy(judgingOf(input, now));
+  const crossing = await view.crossingBy(judgingOf(input, now), pacer);
   const names = crossing.length ? [...new Set([...touched, ...crossing])] : touched;
   const [rows, plans] = await Promise.all([names.length ? touchedRows(db, names, input.heard) : [], openPlans(db)]);
   view.replaceTouched(names, rows);
-  return finish(db, view, input, now, started, plans);
+  return finish(db, view, input, now, started, plans, pacer);
 }
 
 /** Past this many machines, a takeover starts from the composition it followed rather than from the whole store. */
@@ -240,16 +276,25 @@ export const TAKEOVER_FROM_SHOWN_MACHINES = 50_000;
  * written after `shown` was composed, and what acting verbs changed meanwhile (seats, holdings on
  * record, aliases), are read by the reconciliation, due FULL_COMPOSE_EVERY_MS after.
  */
-export async function composeFromShown(db: Kysely<DB>, shown: Pick<Composition, 'machines' | 'seats'>, input: ComposeInput): Promise<Composed> {
+export async function composeFromShown(
+  db: Kysely<DB>,
+  shown: Pick<Composition, 'machines' | 'seats'>,
+  input: ComposeInput,
+  readAtMost: (machines: number) => number,
+): Promise<Composed> {
+  const pacer = new Pacer();
   const aliases = await db.selectFrom('seat_alias').select(['alias', 'seat']).execute();
-  const view = MeshView.fromComposition(
+  const view = await MeshView.fromComposition(
     shown,
     aliases.map((a): [string, string] => [a.alias, a.seat]),
     input.controller,
+    pacer,
   );
   const unshown: string[] = [];
-  input.heard?.forEachHeard?.((machine, lastMs) => {
+  await input.heard?.forEachHeard?.((machine, lastMs) => {
     if (!view.hearLater(machine, lastMs)) unshown.push(machine);
-  });
-  return { composition: await composeIncrementally(db, view, unshown, input), view };
+  }, pacer);
+  // A mesh coming up (hundreds of thousands heard and not shown yet) costs less read whole.
+  if (unshown.length > readAtMost(view.size)) return composeFully(db, input);
+  return { composition: await composeIncrementally(db, view, unshown, input, [], pacer), view };
 }

@@ -8,14 +8,17 @@ import type { HolderStatus, MachineStatus, SeatStatus } from '../composition.js'
 /** A holding as a composition needs it. */
 export type Held = Pick<Holding, 'seat' | 'machine' | 'module' | 'site' | 'derived'>;
 
+/** Files `h` under its machine in `byMachine`, after the ones filed before. */
+export const fileByMachine = (byMachine: Map<string, Held[]>, h: Held): void => {
+  const of = byMachine.get(h.machine);
+  if (of) of.push(h);
+  else byMachine.set(h.machine, [h]);
+};
+
 /** Holdings by machine, in the order given. */
 export const holdingsOf = (holdings: readonly Held[]): Map<string, Held[]> => {
   const byMachine = new Map<string, Held[]>();
-  for (const h of holdings) {
-    const of = byMachine.get(h.machine);
-    if (of) of.push(h);
-    else byMachine.set(h.machine, [h]);
-  }
+  for (const h of holdings) fileByMachine(byMachine, h);
   return byMachine;
 };
 

@@ -1,8 +1,9 @@
+import { Pacer, pacedEach, pacedMap } from '../../../kernel/pacer.js';
 import { type DeafSpan, flooredState, type Judging, type MachineState, machineState, nextStateChangeMs, sameDeafSpans } from '../../machines/machines.js';
 import { type Composition, LAST_HEARD_GRAIN_MS, type MachineStatus, type SeatStatus, sameModules } from '../composition.js';
 import { CrossingHeap } from './crossing-heap.js';
 import { byEntryName, type Entry, mergeSorted, withJudged } from './entries.js';
-import { type Held, holdingsOf, holdsAsBefore } from './holders.js';
+import { fileByMachine, type Held, holdingsOf, holdsAsBefore } from './holders.js';
 import { type ClaimsOf, SeatsView } from './seats-view.js';
 
 /** One machine as the store answers it for a composition: instants are ISO strings, modules sorted. */
@@ -43,28 +44,30 @@ export class MeshView {
   private seatsView = new SeatsView();
 
   /** The view of a full read: every machine (by name), every holding (by seat, machine, module), seat names in the store's order. */
-  static of(
+  static async of(
     machines: readonly MachineRow[],
     holdings: readonly Held[],
     seatNames: readonly string[],
     aliases: readonly [alias: string, seat: string][],
     shown?: readonly MachineStatus[],
-  ): MeshView {
+    pacer = new Pacer(),
+  ): Promise<MeshView> {
     const view = new MeshView();
-    view.seatsView = SeatsView.of(holdings, seatNames, aliases);
-    const byMachine = holdingsOf(holdings);
-    view.entries = machines.map((row) => view.entry(row, byMachine.get(row.name) ?? []));
-    view.reindex();
+    view.seatsView = await SeatsView.of(holdings, seatNames, aliases, pacer);
+    const byMachine = new Map<string, Held[]>();
+    await pacedEach(holdings, pacer, (h) => fileByMachine(byMachine, h));
+    view.entries = await pacedMap(machines, pacer, (row) => view.entry(row, byMachine.get(row.name) ?? []));
+    await view.reindexPaced(pacer);
     // What the last composition (whichever replica made it) showed is the floor of each state.
     // And its instant, when not later, the one the grain of `hearLater` counts from.
-    for (const machine of shown ?? []) {
+    await pacedEach(shown ?? [], pacer, (machine) => {
       const at = view.index.get(machine.name);
-      if (at === undefined) continue;
+      if (at === undefined) return;
       const entry = view.entries[at]!;
       const shownMs = Date.parse(machine.lastHeardAt);
       entry.status.state = flooredState('UP', entry.heardMs, { state: machine.state, lastHeardMs: shownMs });
       if (shownMs <= entry.heardMs) entry.shownMs = shownMs;
-    }
+    });
     return view;
   }
 
@@ -75,13 +78,18 @@ export class MeshView {
    * `seats` adds it), the seats and `aliases` to resolve claims by. The machines news changed since
    * it was composed are read again by the incremental composition that follows (`composeFromShown`).
    */
-  static fromComposition(c: Pick<Composition, 'machines' | 'seats'>, aliases: readonly [alias: string, seat: string][], controller: string): MeshView {
+  static async fromComposition(
+    c: Pick<Composition, 'machines' | 'seats'>,
+    aliases: readonly [alias: string, seat: string][],
+    controller: string,
+    pacer = new Pacer(),
+  ): Promise<MeshView> {
     const view = new MeshView();
-    view.entries = c.machines.map((status) => {
+    view.entries = await pacedMap(c.machines, pacer, (status) => {
       const heardMs = Date.parse(status.lastHeardAt);
       return { status, heardMs, shownMs: heardMs, nextMs: Number.POSITIVE_INFINITY, heapAt: -1 };
     });
-    view.reindex();
+    await view.reindexPaced(pacer);
     view.seatsView = SeatsView.fromComposition(c.seats, aliases, controller, (name) => view.index.has(name));
     return view;
   }
@@ -130,6 +138,15 @@ export class MeshView {
   private reindex(): void {
     this.index.clear();
     for (let i = 0; i < this.entries.length; i++) this.index.set(this.entries[i]!.status.name, i);
+  }
+
+  /** `reindex`, giving the loop its turns: a view built whole (`of`, `fromComposition`) indexes every machine. */
+  private async reindexPaced(pacer: Pacer): Promise<void> {
+    this.index.clear();
+    for (let i = 0; i < this.entries.length; i++) {
+      this.index.set(this.entries[i]!.status.name, i);
+      if (pacer.due()) await pacer.turn();
+    }
   }
 
   /** A machine's entry; `asBefore` (its status before, holding as it does now) lends its lists, so a beat makes no new ones. */
@@ -227,11 +244,13 @@ export class MeshView {
    * been written after the view read them (no news is told to the composer before it is written,
    * but it may be told after the watermark shows it written).
    */
-  crossingBy(judging: Judging): string[] {
+  async crossingBy(judging: Judging, pacer: Pacer): Promise<string[]> {
     if (this.crossingMs === undefined || this.crossingMs > judging.heardUntilMs) return [];
     const names: string[] = [];
     if (!this.judgesOnlyCrossing(judging)) {
-      for (const entry of this.entries) if (this.stateOf(entry, judging) !== entry.status.state) names.push(entry.status.name);
+      await pacedEach(this.entries, pacer, (entry) => {
+        if (this.stateOf(entry, judging) !== entry.status.state) names.push(entry.status.name);
+      });
       return names;
     }
     for (const entry of this.heap.below(judging.heardUntilMs)) if (this.stateOf(entry, judging) !== entry.status.state) names.push(entry.status.name);
@@ -274,10 +293,11 @@ export class MeshView {
    * those whose next instant the watermark passed (`heap`); every machine when the deaf spans
    * changed. The earliest next instant is `crossingMs`.
    */
-  machines(judging: Judging): MachineStatus[] {
+  async machines(judging: Judging, pacer: Pacer): Promise<MachineStatus[]> {
     let judged: Entry[] | undefined;
     if (!this.judgesOnlyCrossing(judging)) {
-      for (const entry of this.entries) this.judge(entry, judging);
+      // Every machine, at a million: the loop gets its turns. The view is the composer's alone, one composition at a time.
+      await pacedEach(this.entries, pacer, (entry) => this.judge(entry, judging));
       this.judgedDeaf = judging.deaf;
       this.judgedOnce = true;
     } else {
@@ -291,7 +311,7 @@ export class MeshView {
     this.unjudged = [];
     // The list shown before, copied, with the machines judged again put in: at a million machines a
     // copy of the list is 4 ms where reading every machine's status again was 17 ms.
-    this.shown = judged && this.shown ? withJudged(this.shown, judged, this.index) : this.entries.map((entry) => entry.status);
+    this.shown = judged && this.shown ? withJudged(this.shown, judged, this.index) : await pacedMap(this.entries, pacer, (entry) => entry.status);
     this.crossingMs = this.heap.earliest();
     return this.shown;
   }

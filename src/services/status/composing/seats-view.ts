@@ -1,4 +1,5 @@
 import { byName } from '../../../kernel/names.js';
+import { type Pacer, pacedEach } from '../../../kernel/pacer.js';
 import type { HolderStatus, SeatStatus } from '../composition.js';
 import { byHolder, type Held, seatStatus, swapHolders } from './holders.js';
 
@@ -31,15 +32,20 @@ export class SeatsView {
   private recordedSeats = new Set<string>();
 
   /** The seats of a full read: every holding (by seat, machine, module), seat names in the store's order. */
-  static of(holdings: readonly Held[], seatNames: readonly string[], aliases: readonly [alias: string, seat: string][]): SeatsView {
+  static async of(
+    holdings: readonly Held[],
+    seatNames: readonly string[],
+    aliases: readonly [alias: string, seat: string][],
+    pacer: Pacer,
+  ): Promise<SeatsView> {
     const view = new SeatsView();
     view.learnKeys(seatNames, aliases);
-    for (const h of holdings) if (!h.derived) view.recordedSeats.add(h.seat);
-    for (const h of holdings) {
+    await pacedEach(holdings, pacer, (h) => {
+      if (!h.derived) view.recordedSeats.add(h.seat);
       let of = view.holders.get(h.seat);
       if (!of) view.holders.set(h.seat, (of = []));
       of.push({ machine: h.machine, module: h.module, site: h.site, derived: h.derived });
-    }
+    });
     view.statuses = seatNames.map((name, i) => {
       view.seatIndex.set(name, i);
       return seatStatus(name, view.holders.get(name) ?? []);

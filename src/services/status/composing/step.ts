@@ -40,6 +40,9 @@ export const INCREMENTAL_MACHINES_MAX = 20_000;
 /** ...or past this share of the machines composed, whichever is more (a full read costs by the whole mesh, an incremental one by the machines named). */
 export const INCREMENTAL_SHARE_MAX = 0.2;
 
+/** The most machines an incremental composition reads again from the store: past it, a full one costs less. */
+export const incrementalReadsAtMost = (composed: number): number => Math.max(INCREMENTAL_MACHINES_MAX, INCREMENTAL_SHARE_MAX * composed);
+
 /** How long after a full composition that took `tookMs` the next is due: FULL_COMPOSE_EVERY_MS, longer for a slow one. */
 export const fullEveryMs = (tookMs: number): number => Math.max(FULL_COMPOSE_EVERY_MS, FULL_COMPOSE_COST_FACTOR * tookMs);
 
@@ -95,7 +98,7 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
         return;
       }
       for (const m of machines ?? []) touched.add(m);
-      if (touched.size > Math.max(INCREMENTAL_MACHINES_MAX, INCREMENTAL_SHARE_MAX * (view?.size ?? 0))) {
+      if (touched.size > incrementalReadsAtMost(view?.size ?? 0)) {
         fullAsked = true;
         touched.clear();
         heardLater.clear();
@@ -113,7 +116,7 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
       const shown = input.shown;
       if (!view && shown?.seats && shown.machines.length >= TAKEOVER_FROM_SHOWN_MACHINES && TAKING_OVER.test(input.trigger)) {
         const startedAt = now();
-        const composed = await composeFromShown(db, { machines: shown.machines, seats: shown.seats }, input);
+        const composed = await composeFromShown(db, { machines: shown.machines, seats: shown.seats }, input, incrementalReadsAtMost);
         view = composed.view;
         // The reconciliation comes as after a quick full composition: FULL_COMPOSE_EVERY_MS on.
         lastFullAt = startedAt;
