@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { startGateway } from './gateway.js';
 import { createLogger } from './logger.js';
 import { installLastResort } from './server/last-resort.js';
+import { watchEventLoopStalls } from './server/stall-watch.js';
 import { startTracing, type Tracing } from './server/tracing.js';
 
 /** After the drain (MESH_DRAIN_S), closing the store, NATS and the listener may take this long before the process gives up. */
@@ -16,6 +17,8 @@ async function main(): Promise<void> {
     logger = createLogger(config.logLevel, config.logFormat);
     // Whatever escapes every guard is logged and counted (mesh_uncaught_total), never the process's end.
     installLastResort(logger);
+    // A stall is logged, so a lost lease or a late reply is told from a slow NATS (docs/operations.md).
+    watchEventLoopStalls(logger);
     // Before the gateway starts, so its first statements and messages are traced too.
     tracing = startTracing(process.env, logger);
   } catch (error) {

@@ -17,6 +17,7 @@ import * as server from '../src/server/http.js';
 import * as persisted from '../src/server/persisted.js';
 import * as ready from '../src/server/ready.js';
 import * as requestBodyLimit from '../src/server/request-body-limit.js';
+import * as stallWatch from '../src/server/stall-watch.js';
 import * as accessTokens from '../src/services/access/tokens.js';
 import * as forward from '../src/services/calls/forward.js';
 import * as records from '../src/services/calls/records.js';
@@ -74,6 +75,7 @@ const modules = [
   accessLog,
   health,
   ready,
+  stallWatch,
   requestBodyLimit,
   accessTokens,
   forward,
