@@ -290,7 +290,12 @@ export async function startLeases(
   await refresh();
   await sweep();
   let running: Promise<void> = Promise.resolve();
+  // A round still under way (NATS not answering: each request waits out its time-out) skips the
+  // next: rounds queued behind it would only put stale leases one after another, without end.
+  let inRound = false;
   const timer = setInterval(() => {
+    if (inRound) return;
+    inRound = true;
     const askedAt = performance.now();
     running = running
       .then(async () => {
@@ -302,7 +307,10 @@ export async function startLeases(
         for (const settled of [own, held]) if (settled.status === 'rejected') throw settled.reason;
         await sweep();
       })
-      .catch((err) => logger.warn({ err: String(err), serving, tookMs: Math.round(performance.now() - askedAt) }, 'lease refresh failed'));
+      .catch((err) => logger.warn({ err: String(err), serving, tookMs: Math.round(performance.now() - askedAt) }, 'lease refresh failed'))
+      .finally(() => {
+        inRound = false;
+      });
   }, LEASE_REFRESH_MS);
 
   const continuousSince = () => {
