@@ -300,11 +300,8 @@ export async function startLeases(
     running = running
       .then(async () => {
         if (stopped) return;
-        // Side by side: under a loaded NATS each put may take a second, and the two one after the
-        // other outlived SERVING_TRUSTED_MS.
-        // Both settled before the round ends: a contend still in flight would cross the next one's.
-        const [own, held] = await Promise.allSettled([refresh(), contend()]);
-        for (const settled of [own, held]) if (settled.status === 'rejected') throw settled.reason;
+        await refresh();
+        await contend();
         await sweep();
       })
       .catch((err) => logger.warn({ err: String(err), serving, tookMs: Math.round(performance.now() - askedAt) }, 'lease refresh failed'))
