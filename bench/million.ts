@@ -514,7 +514,10 @@ export async function run(): Promise<string> {
     await mesh?.end().catch(() => undefined);
     // Written before the wait too: a replacement that never starts must not take the logs with it.
     const keepLogs = () => {
-      if (LOGS) for (const g of spawned) writeFileSync(join(LOGS, `${g.replica}.log`), g.output());
+      if (!LOGS) return;
+      for (const g of spawned) writeFileSync(join(LOGS, `${g.replica}.log`), g.output());
+      // NATS's warnings too: at a million its JetStream API stopped answering after the SIGKILL.
+      writeFileSync(join(LOGS, 'nats-server.log'), world.nats.log());
     };
     keepLogs();
     if (replacement && replacementStartS === undefined) console.error("[million] waiting for the replacement's start to end, to stop it");
