@@ -28,6 +28,12 @@ const SENDER_CALLS_MAX = 90;
  */
 const CALLS_A_PHASE = 120;
 /**
+ * How long a machine first heard after a kill may take to be composed. A functional bound, not a
+ * speed one: after the node's death the news stream elects a leader and each replica follows it
+ * again; under the whole suite on Node 22 that once took past 15 s (cause not found).
+ */
+const NEWS_AGAIN_WAIT_MS = 30_000;
+/**
  * The issue's bound: a subscriber hears the status again this soon after a kill. A functional test
  * on a loaded machine cannot hold a speed bound, so the figures are logged, and the test asserts
  * that every subscriber hears again, waiting three times the bound.
@@ -207,7 +213,7 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3, losing a node and a
       const { data } = await gateway.gql<{ status: { machines: { name: string }[] } }>('{ status { machines { name } } }');
       return data?.status.machines.some((m) => m.name === machine);
     };
-    await eventually(() => composedOn(a, 'after-node-kill'), 'news heard after the node died to be composed', 15_000, 250);
+    await eventually(() => composedOn(a, 'after-node-kill'), 'news heard after the node died to be composed', NEWS_AGAIN_WAIT_MS, 250);
     const seqAtNodeKill = Math.max(...subscribers.flatMap((s) => s.received.filter((r) => r.at <= nodeKilledAt).map((r) => r.seq)));
 
     // 2. SIGKILL the serving gateway: its subscribers reconnect to the other, which takes the lease. Which one serves
@@ -251,7 +257,7 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3, losing a node and a
     );
     const afterTakeover = heardAfter(gatewayKilledAt).map((ms) => gatewayKilledAt + ms! - tookOverAt);
     await eventually(() => counts.acknowledged >= callsBefore2 + 20, 'calls answered by the remaining gateway', 20_000);
-    await eventually(() => composedOn(survivor, 'after-gateway-kill'), 'news heard after the serving gateway died to be composed by the other', 15_000, 250);
+    await eventually(() => composedOn(survivor, 'after-gateway-kill'), 'news heard after the serving gateway died to be composed by the other', NEWS_AGAIN_WAIT_MS, 250);
     loading = false;
     await Promise.all([news, ...senders]);
 
