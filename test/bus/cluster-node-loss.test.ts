@@ -257,7 +257,12 @@ describe('a three-node NATS cluster with MESH_KV_REPLICAS=3, losing a node and a
     );
     const afterTakeover = heardAfter(gatewayKilledAt).map((ms) => gatewayKilledAt + ms! - tookOverAt);
     await eventually(() => counts.acknowledged >= callsBefore2 + 20, 'calls answered by the remaining gateway', 20_000);
-    await eventually(() => composedOn(survivor, 'after-gateway-kill'), 'news heard after the serving gateway died to be composed by the other', NEWS_AGAIN_WAIT_MS, 250);
+    await eventually(
+      () => composedOn(survivor, 'after-gateway-kill'),
+      'news heard after the serving gateway died to be composed by the other',
+      NEWS_AGAIN_WAIT_MS,
+      250,
+    );
     loading = false;
     await Promise.all([news, ...senders]);
 
