@@ -4,7 +4,10 @@ import pg from 'pg';
 import { pacedEach } from '../src/kernel/pacer.js';
 import type { ComposeInput, CompositionSources } from '../src/services/status/composing/compose.js';
 import { composeStep } from '../src/services/status/composing/step.js';
+import type { Composition } from '../src/services/status/composition.js';
 import { diffCompositions } from '../src/services/status/delta/algebra.js';
+import { compositionAssembler } from '../src/services/status/replicating/assemble.js';
+import { encodeComposition } from '../src/services/status/replicating/encode.js';
 import { coarsenLastHeard } from '../src/services/status/replicating/stream-publisher.js';
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
@@ -103,6 +106,16 @@ export async function run(): Promise<string> {
         rows.push(`| its coarsening against the one before (publisher) | ${s(coarsening.wallMs)} | ${s(coarsening.stallMs)} |`);
         const delta = await measured(async () => diffCompositions(one.value, coarsening.value));
         rows.push(`| its delta (publisher) | ${s(delta.wallMs)} | ${s(delta.stallMs)} |`);
+        // A replica receiving it whole (a snapshot, or one the stream refused): the parts joined, gunzipped and parsed.
+        const parts = await encodeComposition(coarsening.value, 1024 * 1024);
+        const receive = compositionAssembler();
+        const received = await measured(async () => {
+          let composition: Composition | undefined;
+          for (const part of parts) composition = await receive(part);
+          return composition;
+        });
+        if (received.value?.machines.length !== MACHINES) throw new Error('the composition received whole is not the one sent');
+        rows.push(`| received whole by another replica (${parts.length} parts) | ${s(received.wallMs)} | ${s(received.stallMs)} |`);
       }
     }
     log('');

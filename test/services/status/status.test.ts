@@ -186,16 +186,18 @@ test('a slow subscriber skips to the latest composition instead of queueing the 
   expect(await waiting).toEqual({ value: undefined, done: true });
 });
 
-test('a composition larger than a NATS message travels in parts and arrives whole', async () => {
-  const machines = Array.from({ length: 3000 }, (_, i) => ({
+test('a composition larger than a NATS message travels in parts and arrives whole, parsed piece by piece past 1 MB', async () => {
+  // Over 1 MB of JSON, with two-byte characters throughout: some fall across the pieces it is parsed in.
+  const machines = Array.from({ length: 8000 }, (_, i) => ({
     name: `machine-${i}`,
-    site: `site-${i % 9}`,
+    site: `site-é${i % 9}`,
     state: 'UP' as const,
     lastHeardAt: new Date(1_700_000_000_000 + i).toISOString(),
     modules: ['broker', `m${i}`],
     holdings: [{ seat: `seat-${i}`, module: 'broker', derived: false }],
   }));
   const big: Composition = { ...latest(), seq: 10_000_000, machines };
+  expect(Buffer.byteLength(JSON.stringify(big))).toBeGreaterThan(1024 * 1024);
   const parts = await encodeComposition(big, 32 * 1024);
   expect(parts.length).toBeGreaterThan(1);
   const assemble = compositionAssembler();
