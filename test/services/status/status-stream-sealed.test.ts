@@ -214,3 +214,18 @@ test('on the status subject, with the seal: only the serving replica’s composi
     StatusRefused,
   );
 });
+
+test('a composition finished after its replica lost the serving lease is fenced, dropped rather than failed: neither put into the stream nor sent whole', async () => {
+  const before = held();
+  const late = withMachine(served!, before + 1, 'after-lease-lost');
+  const publisher = statusPublisher({ nc, js: link.js, subjects: link.subjects, current: () => served, logger, sealing: sealA });
+  termA = undefined; // the lease lost while it composed: its seal refuses
+  try {
+    await expect(publisher(late, 'news')).rejects.toBeInstanceOf(ServingFenced);
+  } finally {
+    termA = 7;
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  expect(has('after-lease-lost')).toBe(false);
+  expect(held()).toBe(before);
+});

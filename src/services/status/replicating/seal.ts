@@ -37,6 +37,9 @@ class NotServing extends Error {
   }
 }
 
+/** Whether `error` is this replica's seal refusing to seal because it no longer serves. */
+export const isNotServing = (error: unknown): boolean => error instanceof NotServing;
+
 const decodeMac = (raw: string | undefined): Buffer | undefined => {
   if (!raw || raw.length > 128) return undefined;
   const mac = Buffer.from(raw, 'base64url');

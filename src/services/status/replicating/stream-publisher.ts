@@ -11,6 +11,7 @@ import { type Composition, LAST_HEARD_GRAIN_MS, type MachineStatus, sameModules 
 import { diffCompositions, type StatusDelta, sameJson } from '../delta/delta.js';
 import { countStates } from '../looking-back/counts.js';
 import { encodeStreamEntry } from './encode.js';
+import { isNotServing } from './seal.js';
 import type { StatusSealing } from './wire.js';
 
 /** The serving replica puts a whole composition into the status stream at least this often (and on a takeover). */
@@ -104,12 +105,13 @@ function coarsenAtPlaces(was: readonly MachineStatus[], next: Composition, place
 }
 
 /**
- * The status stream refused a put because another replica put into it since this one's last put:
- * this replica no longer serves (it was frozen past its lease, say), and its composition is stale.
+ * A composition not put because this replica no longer serves (it was frozen past its lease, say,
+ * or lost it while composing): the status stream refused it (another replica put into it since
+ * this one's last put), or this replica's seal did (`isNotServing`). Its composition is stale.
  */
 export class ServingFenced extends Error {
   constructor(seq: number, cause: unknown) {
-    super(`composition ${seq} was not put: another replica put into the status stream since this one's last put (${String(cause)})`);
+    super(`composition ${seq} was not put: this replica no longer serves (${String(cause)})`);
     this.name = 'ServingFenced';
   }
 }
@@ -188,8 +190,9 @@ export function statusPublisher(link: StatusPublisherLink): (composition: Compos
         };
       published = next.seq;
     } catch (error) {
-      if (isWrongLastSequence(error)) {
-        // Another replica serves now: this composition is kept nowhere and sent nowhere.
+      if (isWrongLastSequence(error) || isNotServing(error)) {
+        // Another replica serves now, or this one lost the lease while composing (its seal
+        // refused): this composition is kept nowhere and sent nowhere, dropped, not failed.
         lastPut = undefined;
         throw new ServingFenced(next.seq, error);
       }
