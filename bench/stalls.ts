@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
-import pg from 'pg';
 import { pacedEach } from '../src/kernel/pacer.js';
 import type { ComposeInput, CompositionSources } from '../src/services/status/composing/compose.js';
 import { composeStep } from '../src/services/status/composing/step.js';
@@ -12,6 +11,7 @@ import { coarsenLastHeard } from '../src/services/status/replicating/stream-publ
 import { openStore } from '../src/store/db.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import { seed } from './compose.js';
+import { ADMIN_URL, admin } from './databases.js';
 
 // How long a composition at a million machines holds the event loop at one stretch (issue 37): the
 // serving lease is refreshed every second on that loop and trusted for 3 s after (leases.ts), so a
@@ -20,7 +20,6 @@ import { seed } from './compose.js';
 // makes is timed whole (wall) and by its longest stretch without a turn of the loop (a 10 ms timer
 // that fires late by that much).
 const MACHINES = Number(process.env.BENCH_MACHINES ?? 1_000_000);
-const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const TICK_MS = 10;
 
 /** The longest stretch the loop went without a turn while `work` ran, and its wall time. */
@@ -52,9 +51,7 @@ export async function run(): Promise<string> {
     console.error(`[stalls] ${line}`);
   };
   const name = `bench_stalls_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database "${name}"`);
+  await admin(`create database "${name}"`);
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   log(
@@ -129,8 +126,7 @@ export async function run(): Promise<string> {
     );
   } finally {
     await db.destroy();
-    await admin.query(`drop database "${name}" with (force)`);
-    await admin.end();
+    await admin(`drop database "${name}" with (force)`);
   }
   return lines.join('\n');
 }
