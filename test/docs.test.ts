@@ -26,6 +26,7 @@ import * as durations from '../src/services/durations/durations.js';
 import * as handActs from '../src/services/hand-acts/hand-acts.js';
 import * as machines from '../src/services/machines/machines.js';
 import * as hearing from '../src/services/news/hearing.js';
+import * as hearingFollower from '../src/services/news/hearing-follower.js';
 import * as ingest from '../src/services/news/limits.js';
 import * as malformedLog from '../src/services/news/malformed-log.js';
 import * as partitions from '../src/services/news/partitions.js';
@@ -85,6 +86,7 @@ const modules = [
   handActs,
   machines,
   hearing,
+  hearingFollower,
   ingest,
   partitions,
   malformedLog,

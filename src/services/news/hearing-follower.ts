@@ -1,4 +1,5 @@
 import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { TimeoutError } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { SILENT_AFTER_INTERVALS } from '../machines/machines.js';
 import type { HeardMachines } from './heard-machines.js';
@@ -22,12 +23,24 @@ export interface FollowSource {
   /** A start re-reads the news stored this long before it (the SILENT threshold and a beat more). */
   replayMs: number;
   logger?: Logger;
+  /** A start reads the last message of each machine only with at most this many subjects stored; else the window by time (`LAST_PER_SUBJECT_SUBJECTS_AT_MOST`). */
+  lastPerSubjectAtMost?: number;
   /**
    * Told of every message read once the start's re-read is over, in stream order, with its news when
    * the follower judged it (a machine's): the ingest writes its partitions' news from here (issue 37).
    */
   onRead?: (msg: JsMsg, news: News | undefined) => void;
 }
+
+/**
+ * A start reads the last message of each machine only while the news stream holds at most this many
+ * subjects; past it, every message of the window by time. NATS 2.9 makes a `last_per_subject`
+ * consumer while it holds the stream: no publish is stored until it is made, for a time that grows
+ * with the stream (0.8 s at 100,000 machines' 700,000 messages, 3.9 s at 300,000's 2.1 million, past
+ * the client's time-out; 20–24 s at a million, where the stream took nothing for minutes:
+ * docs/BENCHMARKS.md). A read by time is made at once and delivered as any consumer's.
+ */
+export const LAST_PER_SUBJECT_SUBJECTS_AT_MOST = 150_000;
 
 /** The follower asks for this many messages at a time (the client's default is 100: too few for a replay of thousands a second). */
 const FOLLOW_BUFFER_MESSAGES = 5_000;
@@ -73,11 +86,12 @@ interface BeatHidden {
  * heartbeat it holds is noted in `heard` at the instant the stream stored it (issue 37: the news
  * stream is the log of hearing; the store keeps a checkpoint). An ordered consumer of this replica's
  * own. A replica that starts or takes over rebuilds the last SILENT threshold of hearing from the
- * stream, the rest from the store's checkpoint: it reads only the last message of each machine
- * (`last_per_subject`, NATS 2.9) — at 100,000 machines beating every 10 s a quarter of the window's
+ * stream, the rest from the store's checkpoint. On a stream of at most
+ * LAST_PER_SUBJECT_SUBJECTS_AT_MOST subjects it reads only the last message of each machine
+ * (`last_per_subject`, NATS 2.9) — at 100,000 machines beating every 10 s a seventh of the window's
  * messages — then, for the machines whose last message was not a heartbeat, the window again for
- * their beats (`rereadHiddenBeats`). Ordered consumers are made again by the client at the next
- * sequence after NATS comes back.
+ * their beats (`rereadHiddenBeats`); on a larger one, every message of the window by time. Ordered
+ * consumers are made again by the client at the next sequence after NATS comes back.
  */
 export async function followHearing(source: FollowSource, heard: HeardMachines): Promise<HearingFollower> {
   const startedMs = Date.now();
@@ -90,8 +104,20 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
     opened.consumer = consumer;
     return consumer.consume({ max_messages: FOLLOW_BUFFER_MESSAGES });
   };
-  const messages = await open({ deliver_policy: DeliverPolicy.LastPerSubject, filter_subjects: `${source.root}.news.>` });
-  // Read once the consumer is made: every last message it delivers first is at or before this sequence.
+  // How many subjects the stream holds decides how the start reads it (LAST_PER_SUBJECT_SUBJECTS_AT_MOST).
+  const before = await source.jsm.streams.info(source.stream);
+  let lastOfEachRead = (before.state.num_subjects ?? 0) <= (source.lastPerSubjectAtMost ?? LAST_PER_SUBJECT_SUBJECTS_AT_MOST);
+  const byTime: OpenFrom = { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(fromMs).toISOString() };
+  const messages = lastOfEachRead
+    ? await open({ deliver_policy: DeliverPolicy.LastPerSubject, filter_subjects: `${source.root}.news.>` }).catch((err: Error) => {
+        // NATS did not make it in the client's time (a stream grown, a server slow): asking again would hold the stream again.
+        if (!(err instanceof TimeoutError)) throw err;
+        source.logger?.warn({ subjects: before.state.num_subjects }, 'asking for the last message of each machine timed out: reading the window by time');
+        lastOfEachRead = false;
+        return open(byTime);
+      })
+    : await open(byTime);
+  // Read once the consumer is made: every message it delivers first is at or before this sequence.
   const state = await source.jsm.streams.info(source.stream).then(
     (info) => info.state,
     (err) => {
@@ -109,15 +135,19 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
   const machineSubjects = `${source.root}.news.machine.`;
   const hidden = new Map<string, BeatHidden>();
   let replaying = target !== 0;
-  let lastOfEach = 0;
+  let reread = 0;
   const replayed = () => {
     replaying = false;
     const stillHidden = [...hidden].filter(([machine, at]) => (heard.lastMs(machine) ?? Number.NEGATIVE_INFINITY) < at.storedMs);
     hidden.clear();
-    void rereadHiddenBeats(source, heard, fromMs, stillHidden).then((reread) => {
+    void rereadHiddenBeats(source, heard, fromMs, stillHidden).then((rereadBeforeReports) => {
       source.logger?.info(
-        { lastOfEach, machinesWithReportLast: stillHidden.length, reread, ms: Date.now() - startedMs },
-        'hearing rebuilt from the news stream: the last message of each machine, and the beats before a report',
+        lastOfEachRead
+          ? { lastOfEach: reread, machinesWithReportLast: stillHidden.length, reread: rereadBeforeReports, ms: Date.now() - startedMs }
+          : { window: reread, subjects: before.state.num_subjects, ms: Date.now() - startedMs },
+        lastOfEachRead
+          ? 'hearing rebuilt from the news stream: the last message of each machine, and the beats before a report'
+          : 'hearing rebuilt from the news stream: every message of the window, the stream holding too many subjects to ask for the last of each',
       );
       reached();
     });
@@ -127,10 +157,11 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
       const storedMs = msg.info.timestampNanos / 1e6;
       // Older than the window (a last message of long ago): that machine is SILENT whatever it said.
       const news = storedMs >= fromMs && msg.subject.startsWith(machineSubjects) ? noteBeat(source.root, heard, msg) : undefined;
-      if (news && news.type !== 'heartbeat' && replaying) hidden.set(msg.subject.slice(machineSubjects.length), { seq: msg.seq, storedMs });
+      // Read by time, every beat of the window comes: none is hidden behind a later report.
+      if (news && news.type !== 'heartbeat' && replaying && lastOfEachRead) hidden.set(msg.subject.slice(machineSubjects.length), { seq: msg.seq, storedMs });
       following.upTo = { seq: msg.seq, storedMs };
       if (replaying) {
-        lastOfEach++;
+        reread++;
         if (msg.seq >= target) replayed();
       } else source.onRead?.(msg, news);
     }

@@ -69,3 +69,46 @@ test("a start reads each machine's last message, and the beats before a report a
   // Stopped, it leaves no consumer on the server counting the stream as pending.
   await expect.poll(async () => (await jsm.consumers.list(stream).next()).map((c) => c.name), { timeout: 15_000 }).toEqual([]);
 });
+
+test('a start on a stream of more subjects than it asks the last of each for reads every message of the window by time, and knows every last beat', async () => {
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const wide = `${root}w`;
+  const wideStream = `${wide}_news`;
+  await jsm.streams.add({ name: wideStream, subjects: [`${wide}.news.>`] });
+  try {
+    const publish = async (machine: string, body: Record<string, unknown>) => {
+      const { seq } = await js.publish(`${wide}.news.machine.${machine}`, JSON.stringify(body));
+      return Date.parse((await jsm.streams.getMessage(wideStream, { seq }))!.timestamp);
+    };
+    const beat = (machine: string) => publish(machine, { kind: 'heartbeat', site: 'eu-1', modules: ['broker'] });
+    await beat('long-gone-1');
+    await sleep(800);
+    let busyLast = 0;
+    for (let i = 0; i < 5; i++) busyLast = await beat('busy-1');
+    let reportingLast = 0;
+    for (let i = 0; i < 3; i++) reportingLast = await beat('reporting-1');
+    await publish('reporting-1', { kind: 'report', plan: 'p-1', build: 'b-1', ok: true });
+
+    const lines: { msg: string; window?: number; subjects?: number; lastOfEach?: number }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const heard = new HeardMachines();
+    // Three subjects stored, more than the one this start may ask the last of each for.
+    const follower = await followHearing({ js, jsm, stream: wideStream, root: wide, replayMs: 600, logger, lastPerSubjectAtMost: 1 }, heard);
+    try {
+      await follower.caughtUp;
+      expect(Math.abs(heard.lastMs('busy-1')! - busyLast)).toBeLessThan(1);
+      expect(Math.abs(heard.lastMs('reporting-1')! - reportingLast)).toBeLessThan(1);
+      expect(heard.lastMs('long-gone-1')).toBeUndefined();
+      // Every message of the window (five beats, three, and the report), none asked for again.
+      expect(lines.find((l) => l.msg.startsWith('hearing rebuilt'))).toMatchObject({ window: 9, subjects: 3 });
+      expect(await jsm.consumers.list(wideStream).next()).toHaveLength(1);
+      const now = await beat('busy-1');
+      await expect.poll(() => heard.lastMs('busy-1'), { timeout: 5_000 }).toBeGreaterThanOrEqual(now - 1);
+    } finally {
+      follower.stop();
+    }
+  } finally {
+    await jsm.streams.delete(wideStream).catch(() => undefined);
+  }
+});
