@@ -104,7 +104,7 @@ export const StatusRef = builder.objectRef<Composition>('Status').implement({
     tookMs: t.exposeFloat('tookMs', { description: 'How long composing took, in milliseconds.' }),
     trigger: t.exposeString('trigger', {
       description:
-        'What asked for it, the triggers coalesced into it comma-separated: start, takeover, news, build, acted, plan, state-change (a machine crossed into LATE or SILENT), minute, replica-joined.',
+        'What asked for it, the triggers coalesced into it comma-separated: start, takeover, resumed (the serving lease taken back in the term it lapsed in), news, build, acted, plan, state-change (a machine crossed into LATE or SILENT), minute, replica-joined.',
     }),
     machines: t.field({
       type: [MachineStatusRef],

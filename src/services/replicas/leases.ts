@@ -154,8 +154,12 @@ export interface Leases {
    * replacement still re-reading the news.
    */
   mayServe(): Promise<void>;
-  /** Called with true when this replica takes the serving lease, false when it loses it. Returns the unsubscribe. */
-  onServingChange(listener: (serving: boolean) => void): () => void;
+  /**
+   * Called with true when this replica takes the serving lease, false when it loses it; `resumed`
+   * when it takes it back in the term it lapsed in (its trust ran out, a stall, and no other replica
+   * held it since). Returns the unsubscribe.
+   */
+  onServingChange(listener: (serving: boolean, resumed: boolean) => void): () => void;
   /** The replicas whose lease is alive, this one included. */
   liveReplicas(): string[];
   /**
@@ -187,17 +191,19 @@ export async function startLeases(
   const startedIso = startedAt.toISOString();
   const me = config.replica;
   const view = await KvView.start(buckets.leases, buckets.names.leases, jsm, { decode: decodeLease, logger });
-  const listeners = new Set<(serving: boolean) => void>();
+  const listeners = new Set<(serving: boolean, resumed: boolean) => void>();
   let serving = false;
   let term: number | undefined;
+  /** The term this replica stopped trusting it serves in (its refresh came late), while the lease may still be its own. */
+  let lapsedTerm: number | undefined;
   let stopped = false;
   /** When the serving lease was last renewed (performance.now()). */
   let servingRenewedAt = Number.NEGATIVE_INFINITY;
   const trusted = () => performance.now() - servingRenewedAt < SERVING_TRUSTED_MS;
-  const tell = (now: boolean) => {
+  const tell = (now: boolean, resumed = false) => {
     serving = now;
-    logger.info({ replica: me, serving }, serving ? 'serving lease taken' : 'serving lease lost');
-    for (const listener of listeners) listener(serving);
+    logger.info({ replica: me, serving, ...(resumed && { resumedTerm: term }) }, serving ? 'serving lease taken' : 'serving lease lost');
+    for (const listener of listeners) listener(serving, resumed);
   };
 
   const refresh = async () => {
@@ -278,12 +284,18 @@ export async function startLeases(
     term = await takeServing(mesh, startedIso);
     const now = term !== undefined;
     if (now) servingRenewedAt = askedAt;
-    if (now !== serving) tell(now);
+    // The same term taken back: a refresh keeps the term and a takeover starts one, so no other replica served since.
+    const resumed = now && term === lapsedTerm;
+    if (!now || now !== serving) lapsedTerm = undefined;
+    if (now !== serving) tell(now, resumed);
   };
   // A lease not renewed in time (this process frozen, NATS slow) is let go here, not at the next
   // refresh: the composer stops at once, and composes in full when it takes the lease again.
   const watchdog = setInterval(() => {
-    if (serving && !trusted()) tell(false);
+    if (serving && !trusted()) {
+      lapsedTerm = term;
+      tell(false);
+    }
   }, LEASE_REFRESH_MS / 4);
   watchdog.unref();
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { type Heartbeat, recordHeartbeats } from '../../../src/services/machines/machines.js';
 import { type ComposeInput, type CompositionSources, compose, composeFromShown } from '../../../src/services/status/composing/compose.js';
-import { incrementalReadsAtMost } from '../../../src/services/status/composing/step.js';
+import { composeStep, incrementalReadsAtMost } from '../../../src/services/status/composing/step.js';
 import type { Composition } from '../../../src/services/status/composition.js';
 import { coarsenLastHeard } from '../../../src/services/status/replicating/stream-publisher.js';
 import { freshStore } from '../../fixtures/services.js';
@@ -86,6 +86,7 @@ test('a takeover composed from the composition followed equals a full compositio
   // As subscribers get it: an instant heard less than LAST_HEARD_GRAIN_MS after the one shown is not
   // shown (the takeover's view keeps the status shown; the publisher coarsens the full one alike).
   expect(mesh(fromShown.composition)).toEqual(mesh(coarsenLastHeard(before, full)));
+  expect(fromShown.whole).toBe(false);
   expect(fromShown.composition.machines.map((m) => [m.name, m.state])).toEqual([
     ['a', 'UP'],
     ['b', 'UP'],
@@ -108,6 +109,39 @@ test('a takeover while more machines are heard and not shown than an incremental
   const full = await compose(store.db, input(2, at, 'r2', heard));
   const fromShown = await composeFromShown(store.db, before, input(2, at, 'r2', heard), () => 1);
   expect(mesh(fromShown.composition)).toEqual(mesh(full));
+  // It says it read the whole store: the reconciliation then waits as after any full composition.
+  expect(fromShown.whole).toBe(true);
   // Composed from what was shown, p's new instant would not be shown (within the grain).
   expect(mesh(fromShown.composition)).not.toEqual(mesh(coarsenLastHeard(before, full)));
+});
+
+test('the lease taken back in the term it lapsed in: the step goes on from its view, caught up from memory, where a takeover composes the whole store', async () => {
+  await recordHeartbeats(store.db, [beat('u', T0, ['agent']), beat('v', T0, ['agent'])]);
+  const step = composeStep(store.db, () => T0 + 1_000); // its clock: the reconciliation not due
+  step.ask('start');
+  const first = step.take();
+  expect(first.full).toBe(true);
+  const before = await step.compose(first, input(1, T0 + 1_000, 'r1', {}));
+
+  // A stall past the lease's trust, the lease taken back in the same term; meanwhile u beat again (memory) and w is new (written).
+  step.lapse();
+  await recordHeartbeats(store.db, [beat('w', T0 + 66_000, ['agent'])]);
+  const heard = { u: T0 + 65_000, w: T0 + 66_000 };
+  step.resume();
+  step.ask('resumed');
+  const resumed = step.take();
+  expect(resumed.full).toBe(false);
+  const at = T0 + 68_000;
+  const composition = await step.compose(resumed, { ...input(2, at, 'r1', heard), trigger: 'resumed' });
+  // As subscribers get a full one (instants within the grain of the one shown are not shown again).
+  expect(mesh(composition)).toEqual(mesh(coarsenLastHeard(before, await compose(store.db, input(2, at, 'r1', heard)))));
+  expect(composition.machines.find((m) => m.name === 'u')?.lastHeardAt).toBe(new Date(T0 + 65_000).toISOString());
+  expect(composition.machines.map((m) => m.name)).toContain('w');
+
+  // Lapsed, then taken over (another replica may have composed since): the view is dropped, the next composition full.
+  step.lapse();
+  step.forget();
+  step.resume();
+  step.ask('takeover');
+  expect(step.take().full).toBe(true);
 });

@@ -274,14 +274,15 @@ export const TAKEOVER_FROM_SHOWN_MACHINES = 50_000;
  * would cost what a full read does); one it heard and `shown` does not show is read from the
  * store; every state is judged again, floored by what was shown. A change of site or modules
  * written after `shown` was composed, and what acting verbs changed meanwhile (seats, holdings on
- * record, aliases), are read by the reconciliation, due FULL_COMPOSE_EVERY_MS after.
+ * record, aliases), are read by the reconciliation, due FULL_COMPOSE_EVERY_MS after. `whole` when
+ * it read the whole store instead (a mesh coming up): then it was a full composition.
  */
 export async function composeFromShown(
   db: Kysely<DB>,
   shown: Pick<Composition, 'machines' | 'seats'>,
   input: ComposeInput,
   readAtMost: (machines: number) => number,
-): Promise<Composed> {
+): Promise<Composed & { whole: boolean }> {
   const pacer = new Pacer();
   const aliases = await db.selectFrom('seat_alias').select(['alias', 'seat']).execute();
   const view = await MeshView.fromComposition(
@@ -290,11 +291,30 @@ export async function composeFromShown(
     input.controller,
     pacer,
   );
-  const unshown: string[] = [];
+  return composeCatchingUp(db, view, input, readAtMost, [], pacer);
+}
+
+/**
+ * A composition from a view of the mesh that may be behind what this replica heard: every machine
+ * heard later than the view holds takes that instant from memory, one it heard and the view does
+ * not hold is read from the store, with the machines `asked` (news written since). A takeover's,
+ * from the composition followed (`composeFromShown`); and the serving replica's own when it takes
+ * the lease back in the term it lapsed in, from the view it held (no composition was asked of it
+ * meanwhile). Past `readAtMost` machines to read, the whole store is read instead (`whole`).
+ */
+export async function composeCatchingUp(
+  db: Kysely<DB>,
+  view: MeshView,
+  input: ComposeInput,
+  readAtMost: (machines: number) => number,
+  asked: readonly string[] = [],
+  pacer = new Pacer(),
+): Promise<Composed & { whole: boolean }> {
+  const unshown = [...asked];
   await input.heard?.forEachHeard?.((machine, lastMs) => {
     if (!view.hearLater(machine, lastMs)) unshown.push(machine);
   }, pacer);
   // A mesh coming up (hundreds of thousands heard and not shown yet) costs less read whole.
-  if (unshown.length > readAtMost(view.size)) return composeFully(db, input);
-  return { composition: await composeIncrementally(db, view, unshown, input, [], pacer), view };
+  if (unshown.length > readAtMost(view.size)) return { ...(await composeFully(db, input)), whole: true };
+  return { composition: await composeIncrementally(db, view, unshown, input, [], pacer), view, whole: false };
 }

@@ -124,10 +124,18 @@ export function startComposer(mesh: ComposerMesh, deps: { feed?: StatusFeed; lea
     logger: mesh.logger,
     replica: mesh.config.replica,
     composedOnce: () => composedOnce,
-    compose: (trigger) => scheduler.request(trigger),
+    compose: (trigger) => {
+      // Another replica may have composed since this one last did: what it held is stale.
+      step.forget();
+      scheduler.request(trigger);
+    },
     stopComposing: () => {
       scheduler.clear();
-      step.forget();
+      step.lapse();
+    },
+    resume: () => {
+      step.resume();
+      scheduler.request('resumed');
     },
     // A replica that does not serve asks for a composition, so it has one to answer with.
     notServing: () => pokes.poke('replica-joined'),

@@ -1,7 +1,8 @@
 import { isName } from '../../../kernel/names.js';
 
 /**
- * Why a composition is asked: the serving replica taking the lease (`start`, `takeover`), every
+ * Why a composition is asked: the serving replica taking the lease (`start`, `takeover`; `resumed`
+ * when it takes it back in the term it lapsed in, asked of its own composer only), every
  * minute, news (with the machines it wrote), machines heard later in this replica's memory (`heard`:
  * asked of its own composer only, never over NATS), build news, an acting verb, a plan changed, a machine
  * crossing LATE or SILENT, a replica joining or fetching a snapshot after a gap (`resync`), a
@@ -10,6 +11,7 @@ import { isName } from '../../../kernel/names.js';
 export const COMPOSE_TRIGGERS = [
   'start',
   'takeover',
+  'resumed',
   'minute',
   'news',
   'heard',

@@ -15,8 +15,10 @@ export interface LeaseFollowing {
   composedOnce(): boolean;
   /** Asks the composition of taking the lease. */
   compose(trigger: 'start' | 'takeover'): void;
-  /** Stops composing: the lease is lost. */
+  /** Stops composing: the lease is lost, or lapsed (its view kept aside for `resume`). */
   stopComposing(): void;
+  /** Composes on from where it was: the lease taken back in the term it lapsed in, no other replica having served. */
+  resume(): void;
   /** This replica does not serve as it starts. */
   notServing(): void;
 }
@@ -31,10 +33,17 @@ export function followServingLease(following: LeaseFollowing): () => void {
     logger.info({ replica, trigger }, 'took the serving lease: composing the status');
     following.compose(trigger);
   };
-  const off = lease.onServingChange((held) => {
+  const off = lease.onServingChange((held, resumed) => {
+    // A stall that outlasted the trust in the lease, and no other replica took it: no one composed
+    // since, so composing starts again from what this replica holds, not from the whole store
+    // (at a million machines, on a loaded machine, a whole composition outlasted the next stall).
+    if (held && resumed) {
+      logger.info({ replica }, 'took the serving lease back in the same term: composing on from where it was');
+      following.resume();
+    }
     // A takeover first reads what the replica before showed (the stream, now): what it showed is
     // each state's floor, and a replica that was frozen holds an older one (docs/status.md).
-    if (held && (following.composedOnce() || feed.current()))
+    else if (held && (following.composedOnce() || feed.current()))
       void (feed.readUpToNow?.() ?? Promise.resolve()).then(() => lease.isServing() && took('takeover'));
     else if (held) took('start');
     else {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../../store/tables.js';
 import type { Composition } from '../composition.js';
-import { type ComposeInput, composeFromShown, composeFully, composeIncrementally, TAKEOVER_FROM_SHOWN_MACHINES } from './compose.js';
+import { type ComposeInput, composeCatchingUp, composeFromShown, composeFully, composeIncrementally, TAKEOVER_FROM_SHOWN_MACHINES } from './compose.js';
 import type { MeshView } from './incremental.js';
 import type { ComposeTrigger } from './poke.js';
 
@@ -10,11 +10,13 @@ import type { ComposeTrigger } from './poke.js';
  * only plans, read again each time), machines heard later in this replica's memory (judged again
  * from it, no read), build news (not in a composition), a plan changed, a machine
  * crossing LATE or SILENT (states are judged again at each composition), a replica joining, the
- * minute (time passing: states judged again; the reconciliation comes when it is due, `fullEveryMs`).
+ * minute (time passing: states judged again; the reconciliation comes when it is due, `fullEveryMs`),
+ * the lease taken back in the term it lapsed in (`resumed`: the view held, caught up from memory).
  * Any other — start, takeover, acted (seats, holdings, aliases, machines removed), a retry, one not
  * known — asks a full composition.
  */
 export const INCREMENTAL_TRIGGERS: ReadonlySet<string> = new Set<ComposeTrigger>([
+  'resumed',
   'news',
   'heard',
   'build',
@@ -47,7 +49,10 @@ export const incrementalReadsAtMost = (composed: number): number => Math.max(INC
 export const fullEveryMs = (tookMs: number): number => Math.max(FULL_COMPOSE_EVERY_MS, FULL_COMPOSE_COST_FACTOR * tookMs);
 
 /** The triggers of a replica taking the serving lease: at a large mesh its first composition starts from the one it followed (`composeFromShown`). */
-const TAKING_OVER = /(^|,)(takeover|start)(,|$)/;
+const TAKING_OVER = /(^|,)(takeover|start|resumed)(,|$)/;
+
+/** The trigger of the lease taken back in the term it lapsed in: the view held is caught up (`composeCatchingUp`). */
+const RESUMING = /(^|,)resumed(,|$)/;
 
 /** What one composition is to be: full, or incremental over the machines named (read again) and those heard later (judged from memory). */
 export interface Step {
@@ -73,11 +78,18 @@ export interface ComposeStep {
   heardLater(heard: readonly string[], lastMs: (machine: string) => number | undefined): string[];
   /** When a machine of the last composition next crosses LATE or SILENT, found while composing it; undefined when none will or it failed. */
   crossing(): Date | undefined;
+  /** Drops the view: the next composition is full (or, taking over a large mesh, from the one followed). */
   forget(): void;
+  /** The lease lapsed: the view is kept aside, taken up again by `resume`, dropped by `forget`. */
+  lapse(): void;
+  /** The lease taken back in the term it lapsed in: the view kept aside is the view again. */
+  resume(): void;
 }
 
 export function composeStep(db: Kysely<DB>, now: () => number = Date.now): ComposeStep {
   let view: MeshView | undefined;
+  /** The view held when the lease lapsed: no other replica composed past it if the lease comes back in the same term. */
+  let lapsed: MeshView | undefined;
   let lastFullAt = 0;
   let lastFullTookMs = 0;
   let fullAsked = false;
@@ -114,13 +126,24 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
     },
     async compose(step, input) {
       const shown = input.shown;
+      if (view && !step.full && RESUMING.test(input.trigger)) {
+        const startedAt = now();
+        const composed = await composeCatchingUp(db, view, input, incrementalReadsAtMost, step.machines);
+        view = composed.view;
+        if (composed.whole) {
+          lastFullAt = startedAt;
+          lastFullTookMs = now() - startedAt;
+        }
+        return composed.composition;
+      }
       if (!view && shown?.seats && shown.machines.length >= TAKEOVER_FROM_SHOWN_MACHINES && TAKING_OVER.test(input.trigger)) {
         const startedAt = now();
         const composed = await composeFromShown(db, { machines: shown.machines, seats: shown.seats }, input, incrementalReadsAtMost);
         view = composed.view;
-        // The reconciliation comes as after a quick full composition: FULL_COMPOSE_EVERY_MS on.
+        // From what was shown, the reconciliation comes as after a quick full composition
+        // (FULL_COMPOSE_EVERY_MS on); read whole, as after any full one (fullEveryMs of its time).
         lastFullAt = startedAt;
-        lastFullTookMs = 0;
+        lastFullTookMs = composed.whole ? now() - startedAt : 0;
         return composed.composition;
       }
       if (step.full || !view) {
@@ -147,6 +170,15 @@ export function composeStep(db: Kysely<DB>, now: () => number = Date.now): Compo
     },
     forget() {
       view = undefined;
+      lapsed = undefined;
+    },
+    lapse() {
+      lapsed = view ?? lapsed;
+      view = undefined;
+    },
+    resume() {
+      view ??= lapsed;
+      lapsed = undefined;
     },
   };
 }
