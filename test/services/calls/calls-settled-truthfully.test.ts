@@ -18,15 +18,34 @@ afterAll(async () => {
   await nc?.close();
 });
 
+/**
+ * Runs `setup` while `replica` holds a live lease, then lets the lease lapse: what a replica did
+ * before it stopped. Without it the gateway's own sweep (every LEASE_REFRESH_MS) could settle a call
+ * of a replica with no lease at all before its hand-act or outbox rows were written (seen once in
+ * .ci/run: ABANDONED where OK was due).
+ */
+async function beforeItStopped<T>(replica: string, setup: () => Promise<T>): Promise<T> {
+  const lease = (expiresAt: number) => JSON.stringify({ replica, expiresAt: new Date(expiresAt).toISOString(), startedAt: new Date().toISOString() });
+  await gateway.mesh.buckets.leases.put(`replica.${replica}`, lease(Date.now() + 60_000));
+  await expect.poll(() => gateway.mesh.leases.liveReplicas()).toContain(replica);
+  const done = await setup();
+  await gateway.mesh.buckets.leases.put(`replica.${replica}`, lease(Date.now() - 1_000));
+  await expect.poll(() => gateway.mesh.leases.liveReplicas()).not.toContain(replica);
+  return done;
+}
+
 const callById = async (id: string) => (await gateway.gql(`query($id: ID!) { call(id: $id) { state caller errorCode error answerJson } }`, { id })).data.call;
 
 test('a call whose replica stopped after its hand-act was written is recorded OK, its answer saying it was lost; one without a hand-act is ABANDONED', async () => {
   // Two acts a replica that is gone (no lease) was running when it stopped: one had left its hand-act.
   const gone = { ...gateway.mesh, config: { ...gateway.mesh.config, replica: 'gone-replica-1' } };
   const base = { seat: env.controller, verb: 'recordHandAct', caller: 'alice', door: 'NATS' as const };
-  const { call: done } = await startCall(gone, { ...base, args: { act: 'drained-node', why: 'kernel update' } });
-  const act = await appendHandAct(gateway.mesh, { actor: 'alice', act: 'drained-node', why: 'kernel update', callId: done.id });
-  const { call: undone } = await startCall(gone, { ...base, args: { act: 'cleared-queue', why: 'backlog' } });
+  const { done, act, undone } = await beforeItStopped('gone-replica-1', async () => {
+    const { call: done } = await startCall(gone, { ...base, args: { act: 'drained-node', why: 'kernel update' } });
+    const act = await appendHandAct(gateway.mesh, { actor: 'alice', act: 'drained-node', why: 'kernel update', callId: done.id });
+    const { call: undone } = await startCall(gone, { ...base, args: { act: 'cleared-queue', why: 'backlog' } });
+    return { done, act, undone };
+  });
 
   await gateway.mesh.leases.sweep();
   await expect
@@ -49,22 +68,25 @@ test('a call whose replica stopped after its act committed, its records still wa
   // own put took longer than DELIVER_WAIT_MS), and died before putting them: its claim on the rows
   // would hold them from any relay for another RELAY_CLAIM_MS.
   const gone = { ...gateway.mesh, config: { ...gateway.mesh.config, replica: 'gone-replica-2' } };
-  const started = await startCall(gone, {
-    seat: env.controller,
-    verb: 'recordHandAct',
-    caller: 'alice',
-    door: 'NATS',
-    args: { act: 'rebooted-switch', why: 'firmware' },
-  });
   const answer = { act: 'rebooted-switch', answeredTo: 'alice' };
-  const act = await gateway.mesh.db.transaction().execute(async (tx) => {
-    const record = await appendHandAct(
-      { ...gateway.mesh, outbox: { tx, ids: [] } },
-      { actor: 'alice', act: 'rebooted-switch', why: 'firmware', callId: started.call.id },
-    );
-    await writeToOutbox(tx, 'calls', started.call.id, JSON.stringify(endedOk(started, answer)));
-    await sql`update record_outbox set claimed_until = now() + interval '1 hour'`.execute(tx);
-    return record;
+  const { started, act } = await beforeItStopped('gone-replica-2', async () => {
+    const started = await startCall(gone, {
+      seat: env.controller,
+      verb: 'recordHandAct',
+      caller: 'alice',
+      door: 'NATS',
+      args: { act: 'rebooted-switch', why: 'firmware' },
+    });
+    const act = await gateway.mesh.db.transaction().execute(async (tx) => {
+      const record = await appendHandAct(
+        { ...gateway.mesh, outbox: { tx, ids: [] } },
+        { actor: 'alice', act: 'rebooted-switch', why: 'firmware', callId: started.call.id },
+      );
+      await writeToOutbox(tx, 'calls', started.call.id, JSON.stringify(endedOk(started, answer)));
+      await sql`update record_outbox set claimed_until = now() + interval '1 hour'`.execute(tx);
+      return record;
+    });
+    return { started, act };
   });
 
   await gateway.mesh.leases.sweep();
