@@ -25,16 +25,20 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-test("a start reads each machine's last message, and the beats before a report again, and knows every machine's last beat in the window", async () => {
+/**
+ * Fills `<root>_news` as both tests read it: long-gone-1 beats once before the window (600 ms),
+ * busy-1 beats five times in it, reporting-1 three times and then reports. Returns the instants the
+ * stream stored busy-1's and reporting-1's last beats, and a beat that returns its own.
+ */
+async function fillTheWindow(root: string) {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   /** Publishes and returns when the stream stored the message, in ms. */
   const publish = async (machine: string, body: Record<string, unknown>) => {
     const { seq } = await js.publish(`${root}.news.machine.${machine}`, JSON.stringify(body));
-    return Date.parse((await jsm.streams.getMessage(stream, { seq }))!.timestamp);
+    return Date.parse((await jsm.streams.getMessage(`${root}_news`, { seq }))!.timestamp);
   };
   const beat = (machine: string) => publish(machine, { kind: 'heartbeat', site: 'eu-1', modules: ['broker'] });
-
   await beat('long-gone-1');
   await sleep(800);
   let busyLast = 0;
@@ -42,6 +46,13 @@ test("a start reads each machine's last message, and the beats before a report a
   let reportingLast = 0;
   for (let i = 0; i < 3; i++) reportingLast = await beat('reporting-1');
   await publish('reporting-1', { kind: 'report', plan: 'p-1', build: 'b-1', ok: true });
+  return { busyLast, reportingLast, beat };
+}
+
+test("a start reads each machine's last message, and the beats before a report again, and knows every machine's last beat in the window", async () => {
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const { busyLast, reportingLast, beat } = await fillTheWindow(root);
   await js.publish(`${root}.news.build.b-1`, JSON.stringify({ kind: 'built' }));
 
   const lines: { msg: string; lastOfEach?: number; machinesWithReportLast?: number; reread?: number }[] = [];
@@ -77,18 +88,7 @@ test('a start on a stream of more subjects than it asks the last of each for rea
   const wideStream = `${wide}_news`;
   await jsm.streams.add({ name: wideStream, subjects: [`${wide}.news.>`] });
   try {
-    const publish = async (machine: string, body: Record<string, unknown>) => {
-      const { seq } = await js.publish(`${wide}.news.machine.${machine}`, JSON.stringify(body));
-      return Date.parse((await jsm.streams.getMessage(wideStream, { seq }))!.timestamp);
-    };
-    const beat = (machine: string) => publish(machine, { kind: 'heartbeat', site: 'eu-1', modules: ['broker'] });
-    await beat('long-gone-1');
-    await sleep(800);
-    let busyLast = 0;
-    for (let i = 0; i < 5; i++) busyLast = await beat('busy-1');
-    let reportingLast = 0;
-    for (let i = 0; i < 3; i++) reportingLast = await beat('reporting-1');
-    await publish('reporting-1', { kind: 'report', plan: 'p-1', build: 'b-1', ok: true });
+    const { busyLast, reportingLast, beat } = await fillTheWindow(wide);
 
     const lines: { msg: string; window?: number; subjects?: number; lastOfEach?: number }[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
