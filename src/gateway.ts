@@ -23,6 +23,7 @@ import { startHandActView } from './services/hand-acts/hand-acts.js';
 import type { Mesh } from './services/mesh.js';
 import { startNewsHearing } from './services/news/hearing.js';
 import { hearingReplayMs } from './services/news/hearing-follower.js';
+import { hearingShareSubject } from './services/news/hearing-share.js';
 import { type NewsIngest, startNewsIngest } from './services/news/ingest.js';
 import { newsWrittenThrough } from './services/news/partitions.js';
 import { startRecordRelay } from './services/outbox/outbox.js';
@@ -170,6 +171,14 @@ export async function startGateway(config: Config, { logger, onQuery }: GatewayO
       writtenThrough: () => newsWrittenThrough(db),
       follow: { js: bus.js, root: config.subjects, replayMs: hearingReplayMs(config.heartbeatSeconds) },
       checkpointMs: config.checkpointSeconds * 1000,
+      // Each replica judges its partitions' news and sends the others their beats (issue 37).
+      share: {
+        nc: bus.nc,
+        subject: hearingShareSubject(config.subjects),
+        replica: config.replica,
+        keys: replicaKeys,
+        liveReplicas: () => leases.liveReplicas(),
+      },
     });
     stops.push(async () => hearing.stop());
     await hearing.refresh();

@@ -27,6 +27,7 @@ import * as handActs from '../src/services/hand-acts/hand-acts.js';
 import * as machines from '../src/services/machines/machines.js';
 import * as hearing from '../src/services/news/hearing.js';
 import * as hearingFollower from '../src/services/news/hearing-follower.js';
+import * as hearingShare from '../src/services/news/hearing-share.js';
 import * as ingest from '../src/services/news/limits.js';
 import * as malformedLog from '../src/services/news/malformed-log.js';
 import * as partitions from '../src/services/news/partitions.js';
@@ -87,6 +88,7 @@ const modules = [
   machines,
   hearing,
   hearingFollower,
+  hearingShare,
   ingest,
   partitions,
   malformedLog,

@@ -24,6 +24,25 @@ export function newsMetrics(registry: Registry, mesh: Pick<Mesh, 'hearing'>, ing
     'Partitions of the news (of 64) this replica writes now: its share of the writing (docs/deploy.md).',
     () => ingest?.partitions().length,
   );
+  readGauge(
+    registry,
+    'mesh_hearing_partitions_judged',
+    "Partitions of the news (of 64) this replica's hearing judges now: their beats parsed here and sent to the other replicas (docs/status.md).",
+    () => mesh.hearing.judged().length,
+  );
+  readCounter(
+    registry,
+    'mesh_hearing_shared_beats_total',
+    'Beats this replica judged and sent to the other replicas in its shares of hearing.',
+    () => mesh.hearing.shared().sent,
+  );
+  readCounter(registry, 'mesh_hearing_taken_beats_total', "Beats taken from the other replicas' shares of hearing.", () => mesh.hearing.shared().taken);
+  readCounter(
+    registry,
+    'mesh_hearing_shares_refused_total',
+    'Shares of hearing refused: unsealed, forged or unreadable (anyone on NATS may publish there).',
+    () => mesh.hearing.shared().refused,
+  );
   readCounter(
     registry,
     'mesh_news_received_total',

@@ -3,6 +3,7 @@ import { TimeoutError } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { SILENT_AFTER_INTERVALS } from '../machines/machines.js';
 import type { HeardMachines } from './heard-machines.js';
+import { partitionOf } from './partitions.js';
 import { judgeNews, type News } from './wire.js';
 
 /** A start re-reads the SILENT threshold of news and this many expected beats more. */
@@ -30,6 +31,14 @@ export interface FollowSource {
    * the follower judged it (a machine's): the ingest writes its partitions' news from here (issue 37).
    */
   onRead?: (msg: JsMsg, news: News | undefined) => void;
+  /**
+   * Once the start's re-read is over, whether this replica judges a partition's messages: those it
+   * does not are read and passed on unjudged, their beats heard from the replica that judges them
+   * (`hearing-share.ts`). Absent, every message is judged.
+   */
+  judges?: (partition: number) => boolean;
+  /** Told of each beat the follower notes once the start's re-read is over (the share sends them to the other replicas). */
+  onBeat?: (machine: string, atMs: number, takenMs: number) => void;
 }
 
 /**
@@ -63,6 +72,12 @@ export interface HearingFollower {
   upTo(): FollowedUpTo;
   /** Resolves once the follower has read every message the stream held when it started. */
   caughtUp: Promise<void>;
+  /**
+   * Reads the stream again after message `afterSeq` up to the one the follower is at now, noting the
+   * beats of `partitions` only (partitions this replica took to judge, heard before from another
+   * replica up to `afterSeq`). Resolves with whether it read them all.
+   */
+  rehear(afterSeq: number, partitions: ReadonlySet<number>): Promise<boolean>;
   stop(): void;
 }
 
@@ -156,7 +171,9 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
     for await (const msg of from) {
       const storedMs = msg.info.timestampNanos / 1e6;
       // Older than the window (a last message of long ago): that machine is SILENT whatever it said.
-      const news = storedMs >= fromMs && msg.subject.startsWith(machineSubjects) ? noteBeat(source.root, heard, msg) : undefined;
+      // Live, a partition another replica judges is passed on unjudged: its beats come in that replica's share.
+      const judged = storedMs >= fromMs && msg.subject.startsWith(machineSubjects) && (replaying || !source.judges || source.judges(partitionOf(msg.subject)));
+      const news = judged ? noteBeat(source.root, heard, msg, replaying ? undefined : source.onBeat) : undefined;
       // Read by time, every beat of the window comes: none is hidden behind a later report.
       if (news && news.type !== 'heartbeat' && replaying && lastOfEachRead) hidden.set(msg.subject.slice(machineSubjects.length), { seq: msg.seq, storedMs });
       following.upTo = { seq: msg.seq, storedMs };
@@ -171,6 +188,12 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
   return {
     upTo: () => following.upTo,
     caughtUp,
+    rehear: (afterSeq, partitions) =>
+      rereadBeats(source, heard, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 }, following.upTo.seq, {
+        wanted: (subject) => partitions.has(partitionOf(subject)),
+        onBeat: source.onBeat,
+        what: 'the beats of partitions taken to judge',
+      }).then(({ complete }) => complete),
     stop() {
       following.stopped = true;
       clearInterval(watchdog);
@@ -183,20 +206,22 @@ export async function followHearing(source: FollowSource, heard: HeardMachines):
   };
 }
 
-/** Judges a machine's message, heard when the stream stored it, and notes it in `heard` when it is a heartbeat; returns the news. */
-function noteBeat(root: string, heard: HeardMachines, msg: Pick<JsMsg, 'subject' | 'data' | 'info'>): News {
+/** Judges a machine's message, heard when the stream stored it, and notes it in `heard` (and tells `onBeat`) when it is a heartbeat; returns the news. */
+function noteBeat(root: string, heard: HeardMachines, msg: Pick<JsMsg, 'subject' | 'data' | 'info'>, onBeat?: FollowSource['onBeat']): News {
   const storedMs = msg.info.timestampNanos / 1e6;
   const heardAt = new Date(Math.min(Date.now(), storedMs));
   const news = judgeNews(root, msg.subject, msg.data, heardAt);
-  if (news.type === 'heartbeat') heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
+  if (news.type === 'heartbeat') {
+    heard.note(news.heartbeat.machine, heardAt.getTime(), storedMs);
+    onBeat?.(news.heartbeat.machine, heardAt.getTime(), storedMs);
+  }
   return news;
 }
 
 /**
  * Re-reads the window for the beats of machines whose last message was not a heartbeat, up to the
  * last of those messages (any beat after it was read already, being later). Returns how many
- * messages it read. One that reads nothing for FOLLOW_STALL_MS (NATS away) gives up: those
- * machines keep the store's checkpoint until they beat again, and that is logged.
+ * messages it read. Machines it could not re-read keep the store's checkpoint until they beat again.
  */
 async function rereadHiddenBeats(
   source: FollowSource,
@@ -206,42 +231,80 @@ async function rereadHiddenBeats(
 ): Promise<number> {
   if (hidden.length === 0) return 0;
   const wanted = new Set(hidden.map(([machine]) => machine));
-  const untilSeq = Math.max(...hidden.map(([, at]) => at.seq));
   const machineSubjects = `${source.root}.news.machine.`;
+  const { read } = await rereadBeats(
+    source,
+    heard,
+    { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(fromMs).toISOString() },
+    Math.max(...hidden.map(([, at]) => at.seq)),
+    {
+      wanted: (subject) => wanted.has(subject.slice(machineSubjects.length)),
+      what: 'the beats before a report',
+      keep: 'those machines keep the stored checkpoint until they beat',
+      machines: wanted.size,
+    },
+  );
+  return read;
+}
+
+/** Which messages a re-read notes, whom it tells, and what its logs name. */
+interface Reread {
+  /** Whether a machine's message (by its subject) is noted. */
+  wanted(subject: string): boolean;
+  onBeat?: FollowSource['onBeat'];
+  /** What is re-read, and what is left when it fails, for the logs. */
+  what: string;
+  keep?: string;
+  machines?: number;
+}
+
+/**
+ * Reads the stream from `from` up to message `untilSeq`, noting the beats `how.wanted` names, on a
+ * consumer of its own deleted after. One that reads nothing for FOLLOW_STALL_MS (NATS away) gives
+ * up, and that is logged. Returns how many messages it read and whether it reached `untilSeq`.
+ */
+async function rereadBeats(
+  source: FollowSource,
+  heard: HeardMachines,
+  from: OpenFrom,
+  untilSeq: number,
+  how: Reread,
+): Promise<{ read: number; complete: boolean }> {
+  const machineSubjects = `${source.root}.news.machine.`;
+  const keep = how.keep ? `: ${how.keep}` : '';
   let read = 0;
+  let complete = (from.opt_start_seq ?? 1) > untilSeq;
+  if (complete) return { read, complete };
   let consumer: Consumer | undefined;
   let messages: ConsumerMessages | undefined;
   let lastReadAt = Date.now();
   const stall = setInterval(() => {
     if (Date.now() - lastReadAt < FOLLOW_STALL_MS) return;
-    source.logger?.warn(
-      { machines: wanted.size, read },
-      're-reading the beats before a report stalled: those machines keep the stored checkpoint until they beat',
-    );
+    source.logger?.warn({ machines: how.machines, read }, `re-reading ${how.what} stalled${keep}`);
     messages?.stop();
   }, FOLLOW_STALL_MS / 2);
   stall.unref();
   try {
-    consumer = await source.js.consumers.get(source.stream, { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(fromMs).toISOString() });
+    consumer = await source.js.consumers.get(source.stream, from);
     messages = await consumer.consume({ max_messages: FOLLOW_BUFFER_MESSAGES });
     for await (const msg of messages) {
       read++;
       lastReadAt = Date.now();
-      if (msg.subject.startsWith(machineSubjects) && wanted.has(msg.subject.slice(machineSubjects.length))) noteBeat(source.root, heard, msg);
-      if (msg.seq >= untilSeq) break;
+      if (msg.subject.startsWith(machineSubjects) && how.wanted(msg.subject)) noteBeat(source.root, heard, msg, how.onBeat);
+      if (msg.seq >= untilSeq) {
+        complete = true;
+        break;
+      }
     }
   } catch (err) {
-    source.logger?.warn(
-      { err: String(err), machines: wanted.size },
-      're-reading the beats before a report failed: those machines keep the stored checkpoint until they beat',
-    );
+    source.logger?.warn({ err: String(err), machines: how.machines }, `re-reading ${how.what} failed${keep}`);
   } finally {
     clearInterval(stall);
     messages?.stop();
     // Done with it: not left on the server holding the rest of the stream as pending.
     await consumer?.delete().catch(() => undefined);
   }
-  return read;
+  return { read, complete };
 }
 
 /**

@@ -5,6 +5,8 @@ import type { DeafSpan } from '../machines/machines.js';
 import { CheckpointsOwed } from './checkpoints.js';
 import { HeardMachines } from './heard-machines.js';
 import { type FollowedUpTo, type FollowSource, followHearing, type HearingFollower } from './hearing-follower.js';
+import { type HearingShare, type ShareLink, startHearingShare } from './hearing-share.js';
+import { NEWS_PARTITIONS } from './partitions.js';
 import type { News } from './wire.js';
 
 /** Machines heard later are gathered this long into one call of each `onHeard` listener. */
@@ -70,6 +72,10 @@ export interface NewsHearing {
    * machines are gathered for it only while it answers true (the composer: while serving). Returns the unsubscribe.
    */
   onHeard(listener: (machines: readonly string[]) => void, wanted?: () => boolean): () => void;
+  /** The partitions of the news this replica's follower judges now (every one without a share, or before it starts). */
+  judged(): readonly number[];
+  /** Beats sent to the other replicas in shares, taken from theirs, and shares refused (`hearing-share.ts`). */
+  shared(): { sent: number; taken: number; refused: number };
   /**
    * Tells the hearing that states judged at `heardUntilMs` were shown in a composition composed at
    * `composedAtMs` (by any replica): a deaf span not over by then never reaches back past that
@@ -95,6 +101,8 @@ export interface HearingSource {
   follow?: Pick<FollowSource, 'js' | 'root' | 'replayMs'>;
   /** MESH_CHECKPOINT_S in ms: the period over which what is owed to the store is spread. */
   checkpointMs?: number;
+  /** With a follower: the hearing shared among the replicas by partition (`hearing-share.ts`); absent, this replica judges every message. */
+  share?: Omit<ShareLink, 'logger'>;
 }
 
 const timeout = (ms: number) =>
@@ -115,7 +123,7 @@ async function readHeard(
   previous: Pick<Heard, 'writtenUntilMs'>,
   marks: WrittenMarks,
   followed?: () => FollowedUpTo,
-): Promise<Omit<Heard, 'deaf' | 'machines'>> {
+): Promise<Omit<Heard, 'deaf' | 'machines'> & { heardSeq: number }> {
   const askedAt = Date.now();
   const lastSeq = (await source.jsm.streams.info(source.stream)).state.last_seq;
   const behind = followed ? Math.max(0, lastSeq - followed().seq) : 0;
@@ -123,7 +131,8 @@ async function readHeard(
   const writtenSeq = marks.seq(lastSeq);
   const unwritten = Math.max(0, lastSeq - writtenSeq);
   const writtenUntilMs = unwritten === 0 ? askedAt : await storedBefore(source, writtenSeq + 1, previous.writtenUntilMs);
-  return { heardUntilMs, writtenUntilMs: Math.min(askedAt, writtenUntilMs), pending: Math.max(unwritten, behind), readAtMs: Date.now() };
+  const heardSeq = !followed || behind === 0 ? lastSeq : followed().seq;
+  return { heardUntilMs, heardSeq, writtenUntilMs: Math.min(askedAt, writtenUntilMs), pending: Math.max(unwritten, behind), readAtMs: Date.now() };
 }
 
 /** The stream sequence every partition is written up to, as last read from the store. */
@@ -240,12 +249,12 @@ async function startFollowing(
   source: HearingSource,
   machines: HeardMachines,
   isStopped: () => boolean,
-  onRead: FollowSource['onRead'],
+  how: Pick<FollowSource, 'onRead' | 'judges' | 'onBeat'>,
 ): Promise<HearingFollower | undefined> {
   if (!source.follow) return undefined;
   for (;;) {
     try {
-      const follower = await followHearing({ ...source.follow, jsm: source.jsm, stream: source.stream, logger: source.logger, onRead }, machines);
+      const follower = await followHearing({ ...source.follow, jsm: source.jsm, stream: source.stream, logger: source.logger, ...how }, machines);
       await follower.caughtUp;
       return follower;
     } catch (err) {
@@ -282,7 +291,15 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
   const onNewsRead = (msg: JsMsg, news: News | undefined) => {
     for (const reader of newsReaders) reader(msg, news);
   };
-  const following = startFollowing(source, machines, () => stopped, onNewsRead).then((f) => {
+  /** The hearing shared with the other replicas, once the follower has caught up (its first read starts it). */
+  let share: HearingShare | undefined;
+  /** How far this replica's own follower has heard, at the last read: states wait for the partitions heard in shares. */
+  let ownHeardMs = startedAtMs;
+  const following = startFollowing(source, machines, () => stopped, {
+    onRead: onNewsRead,
+    judges: (p) => !share || share.judges(p),
+    onBeat: (machine, atMs, takenMs) => share?.beat(machine, atMs, takenMs),
+  }).then((f) => {
     follower = f;
     if (stopped) f?.stop();
   });
@@ -292,7 +309,17 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
 
   const read = () =>
     Promise.race([readHeard(source, heard, marks, follower && (() => follower!.upTo())), timeout(HEARING_READ_TIMEOUT_MS)])
-      .then((read) => {
+      .then(({ heardSeq, ...read }) => {
+        ownHeardMs = read.heardUntilMs;
+        if (follower && source.share && !stopped) {
+          const own = { seq: heardSeq, ms: read.heardUntilMs };
+          share ??= startHearingShare({ ...source.share, logger: source.logger }, machines, own, {
+            at: () => follower!.upTo().seq,
+            rehear: (afterSeq, partitions) => follower!.rehear(afterSeq, partitions),
+          });
+          share.ownRead(own);
+          read.heardUntilMs = share.heardUntilMs();
+        }
         heard = { ...read, deaf: deaf.now(), machines };
         if (failing) source.logger?.info({ pending: read.pending }, 'the news stream answers again: judging states at what is heard');
         failing = false;
@@ -319,13 +346,16 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
     machines,
     owed,
     refresh,
-    lagMs: () => (heard.pending === 0 && !failing ? 0 : Math.max(0, Date.now() - Math.min(heard.heardUntilMs, heard.writtenUntilMs))),
+    lagMs: () =>
+      heard.pending === 0 && !failing && heard.heardUntilMs >= ownHeardMs ? 0 : Math.max(0, Date.now() - Math.min(heard.heardUntilMs, heard.writtenUntilMs)),
     shown: deaf.shown,
     onRead(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
     onHeard: heardLater.listen,
+    judged: () => share?.judged() ?? Array.from({ length: NEWS_PARTITIONS }, (_, p) => p),
+    shared: () => share?.stats() ?? { sent: 0, taken: 0, refused: 0 },
     onNewsRead(reader) {
       newsReaders.add(reader);
       return () => newsReaders.delete(reader);
@@ -333,6 +363,7 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
     followedUpTo: () => follower?.upTo(),
     stop() {
       stopped = true;
+      share?.stop();
       heardLater.stop();
       clearInterval(timer);
       follower?.stop();
