@@ -95,12 +95,16 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The folders of runs that ended without their teardown (killed, interrupted): their vitest process is gone. */
+/**
+ * The folders of runs that ended without their teardown (killed, interrupted): their vitest process
+ * is gone. Only folders named as runs are (a process id): with MESH_TEST_BUILD_DIR set to a folder
+ * beside others (`/work/build-x`), every sibling was once removed, the checkout among them.
+ */
 function removeDeadRuns(): void {
   const runs = dirname(TEST_BUILD);
   if (!existsSync(runs)) return;
   for (const run of readdirSync(runs)) {
-    if (!alive(Number(run))) rmSync(join(runs, run), { recursive: true, force: true });
+    if (/^[0-9]+$/.test(run) && !alive(Number(run))) rmSync(join(runs, run), { recursive: true, force: true });
   }
 }
 
