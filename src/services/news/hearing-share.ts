@@ -107,6 +107,11 @@ export function startHearingShare(link: ShareLink, heard: HeardMachines, start: 
   let own: Covered = { ...start };
   let owners: string[] = partitionOwners([me]);
   let beats: (string | number)[] = [];
+  /**
+   * Beats are gathered only while another replica lives (alone, nobody needs them); from the
+   * follower's position when gathering began, so a share never covers a partition from before it.
+   */
+  let gatheringFrom: number | undefined;
   const stats = { sent: 0, taken: 0, refused: 0 };
   let refusedLoggedAt = 0;
   let stopped = false;
@@ -130,7 +135,8 @@ export function startHearingShare(link: ShareLink, heard: HeardMachines, start: 
 
   const send = () => {
     const parts: [number, number][] = [];
-    for (let p = 0; p < NEWS_PARTITIONS; p++) if (judging[p] === 'yes') parts.push([p, shareFrom[p]!]);
+    if (gatheringFrom !== undefined)
+      for (let p = 0; p < NEWS_PARTITIONS; p++) if (judging[p] === 'yes') parts.push([p, Math.max(shareFrom[p]!, gatheringFrom)]);
     const to = own;
     // Beats past one share's room go first, covering no partition: the last one covers them all.
     while (beats.length > 3 * HEARING_SHARE_BEATS_MAX) publish({ replica: me, to, parts: [], beats: beats.splice(0, 3 * HEARING_SHARE_BEATS_MAX) });
@@ -174,6 +180,11 @@ export function startHearingShare(link: ShareLink, heard: HeardMachines, start: 
     if (stopped) return;
     const live = link.liveReplicas();
     owners = partitionOwners(live.includes(me) ? live : [...live, me]);
+    const alone = live.every((r) => r === me);
+    if (alone) {
+      gatheringFrom = undefined;
+      beats = [];
+    } else gatheringFrom ??= follower.at();
     takeUncovered();
   }, HEARING_SHARE_MS);
   timer.unref();
@@ -217,7 +228,7 @@ export function startHearingShare(link: ShareLink, heard: HeardMachines, start: 
   return {
     judges: (p) => judging[p] !== 'no',
     beat(machine, atMs, takenMs) {
-      beats.push(machine, atMs, takenMs - atMs);
+      if (gatheringFrom !== undefined) beats.push(machine, atMs, takenMs - atMs);
     },
     ownRead(read) {
       own = { seq: Math.max(own.seq, read.seq), ms: Math.max(own.ms, read.ms) };

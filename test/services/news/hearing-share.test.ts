@@ -31,6 +31,13 @@ const heardSince = (g: Pick<TestGateway, 'mesh'>, names: readonly string[], sinc
 
 test('two replicas each judge about half the partitions, and each knows every machine’s last beat', async () => {
   await eventually(() => gw.mesh.hearing.judged().length === NEWS_PARTITIONS, 'the only replica judging every partition');
+  // Alone, it sends nobody its beats.
+  const alone = machines('alone', 50);
+  const aloneSince = Date.now() - 5;
+  beat(alone);
+  await eventually(() => heardSince(gw, alone, aloneSince), 'the lone replica hearing its beats');
+  await sleep(600);
+  expect(gw.mesh.hearing.shared().sent).toBe(0);
   const second = await startTestGateway(env.env);
   try {
     const judged = () => [gw.mesh.hearing.judged(), second.mesh.hearing.judged()] as const;
