@@ -100,7 +100,14 @@ type Judging = 'no' | 'catching' | 'yes';
  * meanwhile states are judged at the lowest partition's instant: the mesh shown as it was, never a
  * machine gone LATE for a beat not yet taken.
  */
-export function startHearingShare(link: ShareLink, heard: HeardMachines, start: Covered, follower: Rehearing): HearingShare {
+export function startHearingShare(
+  link: ShareLink,
+  heard: HeardMachines,
+  start: Covered,
+  follower: Rehearing,
+  /** Told when a share moved how far every partition is heard (`heardUntilMs`): states need not wait for this replica's next read. */
+  onCovered?: () => void,
+): HearingShare {
   const me = link.replica;
   const covered: Covered[] = Array.from({ length: NEWS_PARTITIONS }, () => ({ ...start }));
   // A start judges every partition, as it just read them all; the others' are left once their shares cover them.
@@ -207,6 +214,7 @@ export function startHearingShare(link: ShareLink, heard: HeardMachines, start: 
       // Its judge covers it on from here, caught up: left to it.
       if (judging[p] === 'yes' && !mine(p) && body.to.ms >= own.ms - HEARING_SHARE_STALE_MS / 2) judging[p] = 'no';
     }
+    if (body.parts.length) onCovered?.();
   };
 
   const refuse = (why: string) => {

@@ -307,16 +307,27 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
   const marks = writtenMarks(source);
   const heardLater = gatherHeardLater(machines);
 
+  /** A share moved how far every partition is heard: states are judged there at once, not at the next read (up to HEARING_POLL_MS later). */
+  const heardFurther = () => {
+    const until = share?.heardUntilMs() ?? heard.heardUntilMs;
+    if (stopped || until <= heard.heardUntilMs) return;
+    heard = { ...heard, heardUntilMs: until };
+    for (const listener of listeners) listener(heard);
+  };
+
   const read = () =>
     Promise.race([readHeard(source, heard, marks, follower && (() => follower!.upTo())), timeout(HEARING_READ_TIMEOUT_MS)])
       .then(({ heardSeq, ...read }) => {
         ownHeardMs = read.heardUntilMs;
         if (follower && source.share && !stopped) {
           const own = { seq: heardSeq, ms: read.heardUntilMs };
-          share ??= startHearingShare({ ...source.share, logger: source.logger }, machines, own, {
-            at: () => follower!.upTo().seq,
-            rehear: (afterSeq, partitions) => follower!.rehear(afterSeq, partitions),
-          });
+          share ??= startHearingShare(
+            { ...source.share, logger: source.logger },
+            machines,
+            own,
+            { at: () => follower!.upTo().seq, rehear: (afterSeq, partitions) => follower!.rehear(afterSeq, partitions) },
+            heardFurther,
+          );
           share.ownRead(own);
           read.heardUntilMs = share.heardUntilMs();
         }
