@@ -203,8 +203,9 @@ export function startHearingShare(
   const take = (body: ShareBody) => {
     const b = body.beats;
     for (let i = 0; i + 2 < b.length; i += 3) {
-      const at = b[i + 1] as number;
-      heard.note(b[i] as string, at, at + (b[i + 2] as number));
+      const at = b[i + 1];
+      const taken = b[i + 2];
+      if (typeof b[i] === 'string' && typeof at === 'number' && Number.isFinite(at) && typeof taken === 'number') heard.note(b[i] as string, at, at + taken);
     }
     stats.taken += Math.floor(b.length / 3);
     for (const [p, fromSeq] of body.parts) {
@@ -272,6 +273,14 @@ async function readShare(keys: ShareKeys, h: MsgHdrs | undefined, data: Uint8Arr
   if (!h || !Number.isSafeInteger(keyId) || !raw || raw.length > 128) return 'unsealed';
   if (!(await keys.verify(keyId, Buffer.from(raw, 'base64url'), [data]))) return 'forged';
   const body = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8')) as ShareBody;
-  if (typeof body.replica !== 'string' || !Array.isArray(body.parts) || !Array.isArray(body.beats) || typeof body.to?.seq !== 'number') return 'unreadable';
-  return body;
+  return isShareBody(body) ? body : 'unreadable';
+}
+
+const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+
+/** Whether a share's body (sealed: a replica's) has the shape a share has; anything else is not taken. */
+function isShareBody(body: ShareBody): boolean {
+  if (typeof body?.replica !== 'string' || !isCount(body.to?.seq) || !Number.isFinite(body.to?.ms)) return false;
+  if (!Array.isArray(body.beats) || body.beats.length % 3 !== 0 || !Array.isArray(body.parts)) return false;
+  return body.parts.every((part) => Array.isArray(part) && isCount(part[0]) && part[0] < NEWS_PARTITIONS && isCount(part[1]));
 }
