@@ -148,8 +148,6 @@ export function startHearingShare(
     if (gatheringFrom !== undefined)
       for (let p = 0; p < NEWS_PARTITIONS; p++) if (judging[p] === 'yes') parts.push([p, Math.max(shareFrom[p]!, gatheringFrom)]);
     const to = own;
-    // Beats past one share's room go first, covering no partition: the last one covers them all.
-    while (beats.length > 3 * HEARING_SHARE_BEATS_MAX) publish({ replica: me, to, parts: [], beats: beats.splice(0, 3 * HEARING_SHARE_BEATS_MAX) });
     publish({ replica: me, to, parts, beats });
     beats = [];
     for (const [p] of parts) shareFrom[p] = to.seq;
@@ -240,7 +238,13 @@ export function startHearingShare(
   return {
     judges: (p) => judging[p] !== 'no',
     beat(machine, atMs, takenMs) {
-      if (gatheringFrom !== undefined) beats.push(machine, atMs, takenMs - atMs);
+      if (gatheringFrom === undefined) return;
+      beats.push(machine, atMs, takenMs - atMs);
+      // Reads of the watermark failing (NATS slow to answer) while the follower reads on: what is gathered is sent, covering nothing, rather than held without bound.
+      if (beats.length >= 3 * HEARING_SHARE_BEATS_MAX) {
+        publish({ replica: me, to: own, parts: [], beats });
+        beats = [];
+      }
     },
     ownRead(read) {
       own = { seq: Math.max(own.seq, read.seq), ms: Math.max(own.ms, read.ms) };
