@@ -117,12 +117,12 @@ test("a plan stopped by hand keeps stopPlan's why as its stopReason", async () =
 test('applies of many plans are read with one SQL statement', async () => {
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push((await mutate('push', `seat: "${seat}", build: "z-${i}", tiers: ${tiersArg([[m.b1]])}, why: "plan ${i}"`)).id);
-  gw.statements.reset();
-  const r = await gw.gql(`{ plans(first: 1000) { id applies { machine tier } } }`);
+  // The gateway's own work (the apply time-outs, the resends) reads plan_apply too, at any moment: the try that ran the fewest statements is the request's own.
+  const { result: r, sql } = await gw.statementsOf(() => gw.gql(`{ plans(first: 1000) { id applies { machine tier } } }`));
   expect(r.errors).toBeUndefined();
   for (const id of ids) expect(r.data.plans.find((p: { id: string }) => p.id === id).applies).toEqual([{ machine: m.b1, tier: 0 }]);
   expect(r.data.plans.length).toBeGreaterThan(3);
-  expect(gw.statements.sql.filter((q) => q.includes('"plan_apply"'))).toHaveLength(1);
+  expect(sql.filter((q) => q.includes('"plan_apply"'))).toHaveLength(1);
 });
 
 test('statusChanges carries a plan whose stopReason changed as a changed plan', async () => {
