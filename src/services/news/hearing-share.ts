@@ -17,6 +17,8 @@ export const HEARING_SHARE_MS = 250;
  * read the stream again dozens of times).
  */
 export const HEARING_SHARE_STALE_MS = 3_000;
+/** A re-read of partitions taken to judge that did not finish is tried again this much later. */
+const REHEAR_AGAIN_MS = 1_000;
 /** A share carries at most this many beats (about 50 bytes each, under NATS's 1 MB payload); more are sent as several. */
 export const HEARING_SHARE_BEATS_MAX = 10_000;
 
@@ -169,19 +171,31 @@ export function startHearingShare(
         { partitions, afterSeq: from, followerSeq: follower.at() },
         'partitions of the news taken to judge here: reading them again from where they were heard',
       );
-      void follower.rehear(from, new Set(partitions)).then(
-        (complete) => {
-          for (const p of partitions) {
-            if (judging[p] !== 'catching') continue;
-            judging[p] = complete ? 'yes' : 'no';
-            shareFrom[p] = from;
-          }
-        },
-        () => {
-          for (const p of partitions) if (judging[p] === 'catching') judging[p] = 'no';
-        },
-      );
+      rehearUntilDone(from, partitions);
     }
+  };
+
+  /**
+   * Reads `partitions` again after `from`; the follower judges them meanwhile. A re-read that did
+   * not finish (NATS away, a node of its cluster lost) is tried again REHEAR_AGAIN_MS later, up to
+   * where the follower is then, the partitions judged live all along: dropping them would only
+   * widen what must be read again.
+   */
+  const rehearUntilDone = (from: number, partitions: readonly number[]) => {
+    const again = () => {
+      if (stopped) return;
+      if (partitions.every((p) => judging[p] !== 'catching')) return;
+      const timer = setTimeout(() => rehearUntilDone(from, partitions), REHEAR_AGAIN_MS);
+      timer.unref();
+    };
+    void follower.rehear(from, new Set(partitions)).then((complete) => {
+      if (!complete) return again();
+      for (const p of partitions) {
+        if (judging[p] !== 'catching') continue;
+        judging[p] = 'yes';
+        shareFrom[p] = from;
+      }
+    }, again);
   };
 
   const timer = setInterval(() => {
