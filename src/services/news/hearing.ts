@@ -3,14 +3,12 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { DeafSpan } from '../machines/machines.js';
 import { CheckpointsOwed } from './checkpoints.js';
+import { gatherHeardLater } from './heard-later.js';
 import { HeardMachines } from './heard-machines.js';
 import { type FollowedUpTo, type FollowSource, followHearing, type HearingFollower } from './hearing-follower.js';
 import { type HearingShare, type ShareLink, startHearingShare } from './hearing-share.js';
 import { NEWS_PARTITIONS } from './partitions.js';
 import type { News } from './wire.js';
-
-/** Machines heard later are gathered this long into one call of each `onHeard` listener. */
-export const HEARD_GATHER_MS = 10;
 
 /** Every replica reads how far the news is written this often: the lag on /metrics, and a composer behind learns it caught up. */
 export const HEARING_POLL_MS = 500;
@@ -67,7 +65,7 @@ export interface NewsHearing {
   followedUpTo(): FollowedUpTo | undefined;
   /**
    * Called with the machines whose last-heard moved later in memory (the follower's beats and the
-   * ingest's), gathered HEARD_GATHER_MS: the composer judges them again from memory, with no read
+   * ingest's), gathered `HEARD_GATHER_MS` (`heard-later.ts`): the composer judges them again from memory, with no read
    * of the store (a beat that changes nothing stored is news only of the instant). With `wanted`,
    * machines are gathered for it only while it answers true (the composer: while serving). Returns the unsubscribe.
    */
@@ -381,54 +379,6 @@ export function startNewsHearing(source: HearingSource, startedAtMs = Date.now()
       deaf.stop();
       listeners.clear();
       newsReaders.clear();
-    },
-  };
-}
-
-/**
- * Gathers the machines `machines` hears later HEARD_GATHER_MS into one call of each listener; with
- * no listener that wants them nothing is gathered (a replica that does not serve hears every beat,
- * and gathering them for nothing was 1% of it). The set holds each machine once, so it is bounded by the mesh.
- */
-function gatherHeardLater(machines: HeardMachines): {
-  listen(listener: (names: readonly string[]) => void, wanted?: () => boolean): () => void;
-  stop(): void;
-} {
-  const listeners = new Map<(names: readonly string[]) => void, () => boolean>();
-  /** The listeners' `wanted`, as an array: asked at every beat. */
-  let wants: (() => boolean)[] = [];
-  const wantedByAny = () => {
-    for (let i = 0; i < wants.length; i++) if (wants[i]!()) return true;
-    return false;
-  };
-  const gathered = new Set<string>();
-  let timer: NodeJS.Timeout | undefined;
-  const tell = () => {
-    timer = undefined;
-    const names = [...gathered];
-    gathered.clear();
-    for (const listener of listeners.keys()) listener(names);
-  };
-  machines.onLater = (machine) => {
-    if (!wantedByAny()) return;
-    gathered.add(machine);
-    timer ??= setTimeout(tell, HEARD_GATHER_MS);
-  };
-  return {
-    listen(listener, wanted = () => true) {
-      listeners.set(listener, wanted);
-      wants = [...listeners.values()];
-      return () => {
-        listeners.delete(listener);
-        wants = [...listeners.values()];
-      };
-    },
-    stop() {
-      machines.onLater = undefined;
-      listeners.clear();
-      wants = [];
-      if (timer) clearTimeout(timer);
-      gathered.clear();
     },
   };
 }

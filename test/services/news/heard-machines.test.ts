@@ -1,7 +1,8 @@
 import { expect, test } from 'vitest';
 import { CheckpointsOwed } from '../../../src/services/news/checkpoints.js';
+import { HEARD_GATHER_MS } from '../../../src/services/news/heard-later.js';
 import { HeardMachines } from '../../../src/services/news/heard-machines.js';
-import { HEARD_GATHER_MS, type HearingSource, startNewsHearing } from '../../../src/services/news/hearing.js';
+import { type HearingSource, startNewsHearing } from '../../../src/services/news/hearing.js';
 
 test('last-heard only moves forward; the beat before one is the last, or the one before when it is the last itself', () => {
   const heard = new HeardMachines();
